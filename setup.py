@@ -1,0 +1,36 @@
+"""bert_keras: BERT in Keras 3 (TensorFlow backend), from raw text to a served model."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="bert_keras",
+    version="0.1.0",
+    description=(
+        "BERT (Devlin et al.) in Keras 3 on TensorFlow: in-graph WordPiece tokenizer, "
+        "pre-training data, pre-training, fine-tuning and SavedModel export."
+    ),
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["bert_keras", "bert_keras.*"]),
+    package_data={"bert_keras": ["data/*", "data/**/*"]},
+    include_package_data=True,
+    python_requires=">=3.9",
+    install_requires=[
+        # TPU VMs only get tensorflow-tpu 2.20, so accept 2.20 as well as 2.21.
+        "tensorflow>=2.20,<2.22",
+        "tensorflow-text>=2.20,<2.22",
+        "keras>=3.8",
+        "absl-py",
+        "numpy",
+        "safetensors>=0.4",
+    ],
+    extras_require={
+        "test": ["pytest", "nbclient", "nbformat", "ipykernel"],
+        "tfds": ["tensorflow-datasets"],
+    },
+    entry_points={
+        "console_scripts": [
+            "bert-keras-main=bert_keras.main_job:cli_main",
+        ],
+    },
+)
