@@ -125,6 +125,7 @@ def write_model_dir(output_dir, config, vocab, do_lower_case, weights, task_conf
     path = os.path.join(output_dir, WEIGHTS_NAME)
     tmp = f"{path}.tmp-{os.getpid()}"
     save_file(arrays, tmp, metadata={"format": "bert_keras", "names": "original_bert"})
+    os.chmod(tmp, 0o644)
     os.replace(tmp, path)
 
 

@@ -1,0 +1,107 @@
+"""Multi-head scaled dot-product self-attention with a padding (or causal) mask."""
+
+import math
+
+import keras
+from keras import ops
+
+# The original adds -10000 to the logits of masked positions; after the float32 softmax
+# their probability is exactly 0.
+_MASK_ADDER = -10000.0
+
+
+def attention_mask_from_input_mask(input_mask, causal=False):
+    """Additive float32 attention bias from a padding mask.
+
+    Args:
+      input_mask: int [batch, seq_length], 1 for real tokens and 0 for padding.
+      causal: also hide every later position (the paper's left-to-right ablation).
+    Returns:
+      float32 [batch, 1, 1, seq_length], or [batch, 1, seq_length, seq_length] when causal.
+    """
+    mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [batch, 1, 1, seq]
+    if causal:
+        seq_length = ops.shape(input_mask)[1]
+        lower = ops.tril(ops.ones((seq_length, seq_length), "float32"))  # [seq, seq]
+        mask = mask * lower[None, None, :, :]  # [batch, 1, seq, seq]
+    return (1.0 - mask) * _MASK_ADDER
+
+
+class SelfAttention(keras.layers.Layer):
+    """BERT self-attention: query/key/value projections, per-head softmax, output projection.
+
+    The softmax runs in float32 under mixed precision.
+
+    Call arguments:
+      hidden_states: float [batch, seq_length, hidden_size].
+      attention_mask: float32 additive bias broadcastable to [batch, heads, seq_length, seq_length],
+        from `attention_mask_from_input_mask`.
+    Returns:
+      float [batch, seq_length, hidden_size] (before the output dense's residual and layer norm,
+      which `TransformerBlock` applies).
+
+    Example:
+
+    >>> import numpy as np
+    >>> layer = SelfAttention(num_heads=2, hidden_size=8)
+    >>> mask = attention_mask_from_input_mask(np.array([[1, 1, 0]]))
+    >>> layer(np.ones((1, 3, 8), "float32"), mask).shape
+    TensorShape([1, 3, 8])
+    """
+
+    def __init__(self, num_heads, hidden_size, attention_dropout_rate=0.1, initializer_range=0.02,
+                 **kwargs):
+        super().__init__(**kwargs)
+        if hidden_size % num_heads:
+            raise ValueError(f"hidden_size {hidden_size} is not a multiple of num_heads {num_heads}")
+        self.num_heads = num_heads
+        self.hidden_size = hidden_size
+        self.head_size = hidden_size // num_heads
+        self.attention_dropout_rate = attention_dropout_rate
+        self.initializer_range = initializer_range
+
+        def dense(name):
+            return keras.layers.Dense(
+                hidden_size, name=name, dtype=self.dtype_policy,
+                kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
+
+        self.query = dense("query")
+        self.key = dense("key")
+        self.value = dense("value")
+        self.dropout = keras.layers.Dropout(attention_dropout_rate, dtype=self.dtype_policy)
+
+    def build(self, input_shape=None):
+        for layer in (self.query, self.key, self.value):
+            layer.build((None, None, self.hidden_size))
+        self.built = True
+
+    def _split_heads(self, x, batch, seq_length):
+        x = ops.reshape(x, (batch, seq_length, self.num_heads, self.head_size))  # [b, s, n, d]
+        return ops.transpose(x, (0, 2, 1, 3))  # [b, n, s, d]
+
+    def call(self, hidden_states, attention_mask, training=None):
+        batch, seq_length = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
+        query = self._split_heads(self.query(hidden_states), batch, seq_length)  # [b, n, s, d]
+        key = self._split_heads(self.key(hidden_states), batch, seq_length)  # [b, n, s, d]
+        value = self._split_heads(self.value(hidden_states), batch, seq_length)  # [b, n, s, d]
+
+        query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
+        attention_scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # [b, n, s, s]
+        attention_scores = ops.cast(attention_scores, "float32") + ops.cast(attention_mask, "float32")
+        attention_probs = ops.softmax(attention_scores, axis=-1)
+        attention_probs = ops.cast(attention_probs, self.compute_dtype)
+        attention_probs = self.dropout(attention_probs, training=training)
+
+        context = ops.matmul(attention_probs, value)  # [b, n, s, d]
+        context = ops.transpose(context, (0, 2, 1, 3))  # [b, s, n, d]
+        return ops.reshape(context, (batch, seq_length, self.hidden_size))  # [b, s, hidden]
+
+    def compute_output_shape(self, hidden_states_shape, attention_mask_shape=None):
+        return tuple(hidden_states_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(num_heads=self.num_heads, hidden_size=self.hidden_size,
+                      attention_dropout_rate=self.attention_dropout_rate,
+                      initializer_range=self.initializer_range)
+        return config
