@@ -1,0 +1,355 @@
+"""Fine-tuning a model directory on a task with `keras.Model.fit`, then evaluating it.
+
+`run_finetuning` is the whole recipe of the paper: read and check every split first (bad input
+stops the run before training, with the file and line), build encoder + task head under the
+distribution strategy, AdamW with 10% linear warm-up and linear decay to zero, `fit` with a
+progress bar, TensorBoard logs and checkpoints, predict the evaluation splits, score them with
+the official metrics, and write
+
+    output_dir/
+      bert_config.json, vocab.txt, tokenizer_config.json   # a model directory ...
+      model.safetensors, task_config.json                  # ... with the task head
+      eval_results.json                                    # metrics, training loss, options
+      predictions/<split>/...                              # each task's official files
+      logs/                                                # TensorBoard
+      checkpoints/latest.weights.h5                        # Keras weights after each epoch
+
+The same steps by hand, with any Keras workflow in between:
+
+>>> from bert_keras import finetuning, finetuning_tasks, load_encoder  # doctest: +SKIP
+>>> task = finetuning_tasks.get_task("glue/mrpc", "glue/MRPC", "models/minilm")  # doctest: +SKIP
+>>> train = task.load("train", training=True)  # doctest: +SKIP
+>>> model = task.build_model(load_encoder("models/minilm"))  # doctest: +SKIP
+>>> steps = 3 * math.ceil(train.num_rows / 32)  # doctest: +SKIP
+>>> model.compile(optimizer=finetuning.create_optimizer(2e-5, steps, steps // 10),
+...               **task.compile_args())  # doctest: +SKIP
+>>> model.fit(finetuning.make_dataset(train, 32, training=True), epochs=3)  # doctest: +SKIP
+"""
+
+import dataclasses
+import importlib.util
+import json
+import logging
+import math
+import os
+
+import keras
+import numpy as np
+from keras import ops
+
+from bert_keras import checkpoint_names
+from bert_keras import model_dir as model_dir_lib
+from bert_keras.config import write_text_atomic
+from bert_keras.encoder import load_encoder
+from bert_keras.finetuning_tasks import FinetuningOptions, get_task
+from bert_keras.tasks.common import DataFormatError
+from bert_keras.task_models import TASK_PREFIX, save_task_model_dir, task_weight_map
+
+logger = logging.getLogger("bert_keras.finetuning")
+
+EVAL_RESULTS_NAME = "eval_results.json"
+
+
+# ------------------------------------------------------------------------------ optimizer
+@keras.saving.register_keras_serializable(package="bert_keras")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """The original BERT learning rate: linear warm-up, then linear decay to 0.
+
+    lr(step) = peak * step / num_warmup_steps                  for step < num_warmup_steps
+             = peak * max(0, 1 - step / num_train_steps)       afterwards
+
+    As in the original `optimization.py`, the decay runs over all steps (warm-up included), so
+    the rate after warm-up continues from peak * (1 - warmup / total), not from peak.
+    """
+
+    def __init__(self, peak_learning_rate, num_train_steps, num_warmup_steps):
+        self.peak_learning_rate = float(peak_learning_rate)
+        self.num_train_steps = int(num_train_steps)
+        self.num_warmup_steps = int(num_warmup_steps)
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        peak = self.peak_learning_rate
+        decayed = peak * ops.maximum(0.0, 1.0 - step / max(1, self.num_train_steps))
+        if self.num_warmup_steps <= 0:
+            return decayed
+        warmup = peak * step / self.num_warmup_steps
+        return ops.where(step < self.num_warmup_steps, warmup, decayed)
+
+    def get_config(self):
+        return {"peak_learning_rate": self.peak_learning_rate,
+                "num_train_steps": self.num_train_steps,
+                "num_warmup_steps": self.num_warmup_steps}
+
+
+def create_optimizer(learning_rate, num_train_steps, num_warmup_steps, weight_decay=0.01,
+                     clip_norm=1.0):
+    """AdamW as BERT fine-tunes: beta1 0.9, beta2 0.999, epsilon 1e-6, weight decay 0.01 except
+    on layer-norm parameters and biases, gradients clipped to global norm 1.0.
+
+    Unlike the original `AdamWeightDecayOptimizer`, Keras' AdamW corrects the moment
+    estimates' bias; the difference fades after the first few hundred steps.
+    """
+    optimizer = keras.optimizers.AdamW(
+        learning_rate=WarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps),
+        weight_decay=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+        global_clipnorm=clip_norm)
+    # Layer norms' variables are named gamma/beta; every bias name ends in "bias".
+    optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
+    return optimizer
+
+
+# ----------------------------------------------------------------------------- strategies
+def get_strategy(strategy=None):
+    """A `tf.distribute.Strategy` from an instance or a name.
+
+    Names: "default" (None; one device), "mirrored" (all local GPUs), "tpu" (a TPU VM's local
+    TPU, e.g. Colab), "multi_worker_mirrored".
+    """
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+    if strategy is None or strategy == "default":
+        return tf.distribute.get_strategy()
+    if isinstance(strategy, tf.distribute.Strategy):
+        return strategy
+    if strategy == "mirrored":
+        return tf.distribute.MirroredStrategy()
+    if strategy == "multi_worker_mirrored":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if strategy == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    raise ValueError(f"unknown strategy {strategy!r}; use default, mirrored, "
+                     "multi_worker_mirrored or tpu")
+
+
+def _is_tpu(strategy):
+    return "TPU" in type(strategy).__name__
+
+
+# --------------------------------------------------------------------------------- data
+def make_dataset(data, batch_size, training=False, seed=0, drop_remainder=False):
+    """A batched `tf.data.Dataset` of a `TaskData`: (inputs, labels[, sample_weight]).
+
+    Training data is shuffled (a new order each epoch) and repeated, for `fit` with
+    `steps_per_epoch`.
+    """
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+    items = (data.inputs,)
+    if data.labels is not None:
+        items += (data.labels,)
+        if data.sample_weight is not None:
+            items += (data.sample_weight,)
+    dataset = tf.data.Dataset.from_tensor_slices(items if len(items) > 1 else items[0])
+    if training:
+        dataset = dataset.shuffle(data.num_rows, seed=seed, reshuffle_each_iteration=True)
+        dataset = dataset.repeat()
+    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+
+
+def predict(model, inputs, batch_size):
+    """`model.predict` on a dict of arrays; the last batch is padded to a full one (static
+    shapes for TPUs) and the padding rows dropped again."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+    count = len(next(iter(inputs.values())))
+    padded = math.ceil(count / batch_size) * batch_size
+    if padded != count:
+        inputs = {name: np.concatenate([value, np.zeros((padded - count,) + value.shape[1:],
+                                                        value.dtype)])
+                  for name, value in inputs.items()}
+    dataset = tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size, drop_remainder=True)
+    outputs = model.predict(dataset, verbose=0)
+    if isinstance(outputs, dict):
+        return {name: value[:count] for name, value in outputs.items()}
+    return outputs[:count]
+
+
+# ---------------------------------------------------------------------------------- run
+@dataclasses.dataclass
+class FinetuningResult:
+    """What `run_finetuning` returns: the trained model, the metrics per evaluation split (as
+    in eval_results.json), the per-epoch training loss and the output directory."""
+
+    model: object
+    metrics: dict
+    train_loss: list
+    output_dir: str
+    results: dict
+
+
+def _load_head_weights(model, model_dir):
+    """Loads the head from a fine-tuned model directory when it has one (all or nothing)."""
+    arrays = model_dir_lib.read_weights(model_dir)
+    head = {name: variable for name, variable in task_weight_map(model).items()
+            if name.startswith(TASK_PREFIX)}
+    if any(name in arrays for name in head):
+        checkpoint_names.assign_weights(head, arrays,
+                                        source=f"{model_dir}/{model_dir_lib.WEIGHTS_NAME}")
+        logger.info("loaded the task head from %s", model_dir)
+        return True
+    return False
+
+
+def _tensorboard(output_dir):
+    # TensorFlow 2.21 no longer installs TensorBoard; without it the callback would fail at
+    # the first logged step, so leave it out with a warning instead.
+    if importlib.util.find_spec("tensorboard") is None:
+        logger.warning("TensorBoard is not installed (pip install tensorboard): no logs written")
+        return []
+    return [keras.callbacks.TensorBoard(log_dir=os.path.join(output_dir, "logs"))]
+
+
+def _default_jit_compile():
+    # XLA pays off on accelerators; on CPU it compiled slower and ran no faster here.
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
+def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True, do_eval=True,
+                   do_predict=False, strategy=None, dtype=None, seed=42, steps_per_execution=1,
+                   jit_compile=None, verbose="auto", callbacks=None, save_checkpoints=True,
+                   **options):
+    """Fine-tunes `init_model_dir` on `task` and evaluates it (see the module docstring).
+
+    Args:
+      task: "glue/<name>", "squad_v1", "squad_v2", "swag" or "conll2003".
+      data_dir: folder of the task's official files.
+      init_model_dir: a model directory (pre-trained, converted, or already fine-tuned for the
+        same task, whose head is then loaded too).
+      output_dir: where the fine-tuned model directory and the results go.
+      do_train / do_eval / do_predict: train; score the dev split(s); write predictions for
+        the unlabelled test split(s).
+      strategy: a `tf.distribute.Strategy` or a name for `get_strategy`.
+      dtype: Keras dtype policy of the model, e.g. "mixed_bfloat16".
+      options: fields of `FinetuningOptions` (learning_rate, train_batch_size,
+        num_train_epochs, max_seq_length, warmup_proportion, doc_stride, feature_based, ...).
+    Returns:
+      A `FinetuningResult`.
+    Raises:
+      DataFormatError / ModelDirError / ValueError with a message naming the file, before
+      any training.
+    """
+    unknown = set(options) - {f.name for f in dataclasses.fields(FinetuningOptions)}
+    if unknown:
+        raise TypeError(f"unknown fine-tuning option(s) {sorted(unknown)}; see FinetuningOptions")
+    task = get_task(task, data_dir, init_model_dir, FinetuningOptions(**options))
+    opts = task.options
+    epochs = opts.num_train_epochs
+    if do_train and (epochs != int(epochs) or epochs < 1):
+        raise ValueError(f"num_train_epochs must be a whole number >= 1, got {epochs}")
+    epochs = int(epochs)
+    output_dir = os.fspath(output_dir)
+    keras.utils.set_random_seed(seed)
+
+    # Read and check every split before building anything.
+    train = task.load("train", training=True) if do_train else None
+    evaluations = {}
+    if do_eval:
+        for index, split in enumerate(task.eval_splits):
+            if index > 0 and not task.split_exists(split):
+                logger.info("%s: no %s split; not evaluated", task.name, split)
+                continue
+            evaluations[split] = task.load(split)
+    if do_predict:
+        for split in task.predict_splits:
+            if task.split_exists(split):
+                evaluations[split] = task.load(split)
+    if not do_train and not evaluations:
+        raise ValueError("nothing to do: do_train, do_eval and do_predict are all off")
+
+    strategy = get_strategy(strategy)
+    replicas = strategy.num_replicas_in_sync
+    if jit_compile is None:
+        jit_compile = _default_jit_compile()
+    with strategy.scope():
+        model = task.build_model(load_encoder(init_model_dir, dtype=dtype), dtype=dtype)
+        _load_head_weights(model, init_model_dir)
+        steps_per_epoch = 0
+        if train is not None:
+            if _is_tpu(strategy):
+                steps_per_epoch = train.num_rows // opts.train_batch_size
+            else:
+                steps_per_epoch = math.ceil(train.num_rows / opts.train_batch_size)
+            if steps_per_epoch == 0:
+                raise ValueError(f"{train.num_rows} training rows make no full batch of "
+                                 f"{opts.train_batch_size}; lower train_batch_size")
+        num_train_steps = steps_per_epoch * epochs
+        num_warmup_steps = int(num_train_steps * opts.warmup_proportion)
+        model.compile(
+            optimizer=create_optimizer(opts.learning_rate, max(1, num_train_steps),
+                                       num_warmup_steps, opts.weight_decay, opts.clip_norm),
+            steps_per_execution=steps_per_execution, jit_compile=jit_compile,
+            **task.compile_args())
+
+    history = {}
+    if train is not None:
+        logger.info("%s: %d training rows, batch %d (%d replica(s)), %d epochs = %d steps, "
+                    "%d warm-up, peak learning rate %g", task.name, train.num_rows,
+                    opts.train_batch_size, replicas, epochs, num_train_steps, num_warmup_steps,
+                    opts.learning_rate)
+        all_callbacks = [keras.callbacks.TerminateOnNaN()] + _tensorboard(output_dir)
+        if save_checkpoints:
+            all_callbacks += [
+                keras.callbacks.BackupAndRestore(os.path.join(output_dir, "backup")),
+                keras.callbacks.ModelCheckpoint(
+                    os.path.join(output_dir, "checkpoints", "latest.weights.h5"),
+                    save_weights_only=True)]
+        all_callbacks += list(callbacks or [])
+        dataset = make_dataset(train, opts.train_batch_size, training=True, seed=seed,
+                               drop_remainder=_is_tpu(strategy))
+        history = model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch,
+                            callbacks=all_callbacks, verbose=verbose, shuffle=False).history
+        if not np.all(np.isfinite(history.get("loss", [0.0]))):
+            raise FloatingPointError(f"training loss became {history['loss'][-1]}; lower "
+                                     "learning_rate")
+
+    metrics = {}
+    for split, data in evaluations.items():
+        outputs = predict(model, data.inputs, opts.eval_batch_size)
+        split_metrics = task.evaluate(data, outputs, split, output_dir)
+        if split_metrics is not None:
+            metrics[split] = split_metrics
+            logger.info("%s %s: %s", task.name, split, _summary(split_metrics))
+
+    config = model_dir_lib.read_config(init_model_dir)
+    task_config = save_task_model_dir(model, output_dir, config, task.vocab, task.do_lower_case,
+                                      task.task_config())
+    results = {
+        "task": task.name,
+        "metrics": metrics,
+        "train": {"loss_per_epoch": [float(v) for v in history.get("loss", [])],
+                  "num_rows": train.num_rows if train is not None else 0,
+                  "num_train_steps": num_train_steps, "num_warmup_steps": num_warmup_steps,
+                  "replicas": replicas},
+        "options": dataclasses.asdict(opts),
+        "init_model_dir": os.fspath(init_model_dir),
+        "task_config": task_config,
+        "data_notes": {split: data.notes for split, data in
+                       [("train", train)] + list(evaluations.items())
+                       if data is not None and data.notes},
+    }
+    write_text_atomic(os.path.join(output_dir, EVAL_RESULTS_NAME),
+                      json.dumps(results, indent=2, sort_keys=True, default=_json_default) + "\n")
+    return FinetuningResult(model, metrics, results["train"]["loss_per_epoch"], output_dir,
+                            results)
+
+
+def _json_default(value):
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def _summary(metrics):
+    return ", ".join(f"{key}={value:.4g}" for key, value in metrics.items()
+                     if isinstance(value, (int, float)))
+
+
+__all__ = ["WarmupLinearDecay", "create_optimizer", "get_strategy", "make_dataset", "predict",
+           "run_finetuning", "FinetuningResult", "FinetuningOptions", "DataFormatError",
+           "EVAL_RESULTS_NAME"]
