@@ -211,3 +211,14 @@ def test_tfds_path_without_the_package():
             glue.read_glue_tfds("mrpc", "dev")
     else:
         pytest.skip("tensorflow-datasets is installed")
+
+
+def test_to_tf_dataset():
+    tf = pytest.importorskip("tensorflow")
+    from bert_keras.tasks import to_tf_dataset
+    arrays = glue.examples_to_arrays(glue.read_glue_examples("mrpc", GLUE_DIR, "train"), "mrpc")
+    labels = arrays.pop("label")
+    dataset = to_tf_dataset(arrays, labels).batch(2)
+    features, batch_labels = next(iter(dataset))
+    assert features["text_a"].dtype == tf.string
+    assert batch_labels.numpy().tolist() == [1, 0]

@@ -184,3 +184,45 @@ def test_training_question_with_two_answers_is_an_error():
                                                       {"text": "Beta", "answer_start": 6}]}
     with pytest.raises(DataFormatError, match="needs exactly 1 answer, found 2"):
         _data(CONTEXT, [qa])
+
+
+# Word tokenization used by the SQuAD and CoNLL features.
+
+def test_wordpiece_tokenizer_rules():
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "cafe", ",",
+             "東", "京", "a", "##b"]
+    tokenizer = WordPieceTokenizer(vocab)
+    # Lower-casing, accent stripping, punctuation split, CJK characters as words.
+    assert tokenizer.tokenize("UnAffable, Café東京") == ["un", "##aff", "##able", ",", "cafe",
+                                                        "東", "京"]
+    # A word with an unknown piece is [UNK] as a whole; so is a word over 100 characters.
+    assert tokenizer.tokenize("unx") == ["[UNK]"]
+    assert tokenizer.tokenize("a" + "b" * 100) == ["[UNK]"]
+    assert tokenizer.tokenize("a" + "b" * 98) == ["a"] + ["##b"] * 98
+    assert tokenizer.tokenize_word("unaffable,") == [5, 6, 7, 9]
+    cased = WordPieceTokenizer(vocab, do_lower_case=False)
+    assert cased.tokenize("Cafe") == ["[UNK]"]
+
+
+def test_batch_word_tokenizer():
+    from bert_keras.tasks.wordpiece import batch_word_tokenizer
+
+    calls = []
+
+    class Ragged:  # stands in for a tf.RaggedTensor
+        def __init__(self, rows):
+            self.rows = rows
+
+        def to_list(self):
+            return self.rows
+
+    def tokenize_batch(words):
+        calls.append(list(words))
+        # [words, wordpieces] (or [words, tokens, pieces], flattened per word)
+        return Ragged([[[len(word)], [7]] for word in words])
+
+    tokenize_word = batch_word_tokenizer(tokenize_batch, ["bb", "a", "bb", "ccc"], batch_size=2)
+    assert calls == [["a", "bb"], ["ccc"]]  # each distinct word once
+    assert tokenize_word("ccc") == [3, 7]
+    with pytest.raises(KeyError):
+        tokenize_word("unseen")

@@ -75,8 +75,7 @@ def get_final_text(pred_text, orig_text, do_lower_case=True):
 
 def _best_indexes(logits, n_best_size):
     """Indices of the n largest logits, largest first; ties keep the lower index first."""
-    order = sorted(range(len(logits)), key=lambda i: logits[i], reverse=True)
-    return order[:n_best_size]
+    return np.argsort(-logits, kind="stable")[:n_best_size].tolist()
 
 
 def _softmax(scores):
@@ -116,7 +115,7 @@ def _as_logit_rows(logits, num_features, name):
     if len(logits) != num_features:
         raise ValueError(f"{name} has {len(logits)} rows but there are {num_features} features; "
                          "predict on every feature, in order")
-    return [np.asarray(row, np.float64).tolist() for row in logits]
+    return np.asarray(logits, np.float64)
 
 
 def postprocess_predictions(examples, features, start_logits, end_logits, n_best_size=20,
@@ -142,7 +141,8 @@ def postprocess_predictions(examples, features, start_logits, end_logits, n_best
         null_feature = None
         for feature_index in feature_indices:
             feature = features[feature_index]
-            start_row, end_row = starts[feature_index], ends[feature_index]
+            start_array, end_array = starts[feature_index], ends[feature_index]
+            start_row, end_row = start_array.tolist(), end_array.tolist()
             if version_2_with_negative:
                 score = start_row[0] + end_row[0]
                 if null_score is None or score < null_score:
@@ -150,8 +150,9 @@ def postprocess_predictions(examples, features, start_logits, end_logits, n_best
                     null_logits = (start_row[0], end_row[0])
                     null_feature = feature_index
             num_tokens = len(feature.tokens)
-            for start in _best_indexes(start_row, n_best_size):
-                for end in _best_indexes(end_row, n_best_size):
+            end_indexes = _best_indexes(end_array, n_best_size)
+            for start in _best_indexes(start_array, n_best_size):
+                for end in end_indexes:
                     if start >= num_tokens or end >= num_tokens:
                         continue
                     if start not in feature.token_to_orig_map or end not in feature.token_to_orig_map:

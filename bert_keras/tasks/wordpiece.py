@@ -59,28 +59,61 @@ def _is_cjk(cp):
             or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
 
 
-def basic_tokenize(text, do_lower_case=True):
-    """BERT's basic tokenization: a list of words and single punctuation characters."""
-    chars = []
-    for char in text:
+_DROP, _SPACE, _CJK, _PUNCT, _PLAIN = range(5)
+_CHAR_KIND = {}
+
+
+def _char_kind(char):
+    kind = _CHAR_KIND.get(char)
+    if kind is None:
         cp = ord(char)
         if cp == 0 or cp == 0xFFFD or _is_control(char):
-            continue
-        if _is_whitespace(char):
-            chars.append(" ")
+            kind = _DROP
+        elif _is_whitespace(char):
+            kind = _SPACE
         elif _is_cjk(cp):
+            kind = _CJK
+        elif _is_punctuation(char):
+            kind = _PUNCT
+        else:
+            kind = _PLAIN
+        if len(_CHAR_KIND) < 100000:
+            _CHAR_KIND[char] = kind
+    return kind
+
+
+def _strip_accents(word):
+    if word.isascii():
+        return word
+    return "".join(c for c in unicodedata.normalize("NFD", word)
+                   if unicodedata.category(c) != "Mn")
+
+
+def basic_tokenize(text, do_lower_case=True):
+    """BERT's basic tokenization: a list of words and single punctuation characters.
+
+    Drops NUL, U+FFFD and control characters, splits on whitespace, puts CJK ideographs and
+    punctuation characters in tokens of their own, and with `do_lower_case` lower-cases and
+    strips accents (NFD, combining marks removed) before splitting off punctuation.
+    """
+    chars = []
+    for char in text:
+        kind = _char_kind(char)
+        if kind == _DROP:
+            continue
+        if kind == _SPACE:
+            chars.append(" ")
+        elif kind == _CJK:
             chars.extend((" ", char, " "))
         else:
             chars.append(char)
     tokens = []
     for word in "".join(chars).split():
         if do_lower_case:
-            word = word.lower()
-            word = "".join(c for c in unicodedata.normalize("NFD", word)
-                           if unicodedata.category(c) != "Mn")
+            word = _strip_accents(word.lower())
         piece = []
         for char in word:
-            if _is_punctuation(char):
+            if _char_kind(char) == _PUNCT:
                 if piece:
                     tokens.append("".join(piece))
                     piece = []
