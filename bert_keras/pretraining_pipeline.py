@@ -1,0 +1,680 @@
+"""Streaming, parallel, resumable writing of pre-training TFRecords from raw text.
+
+The work is in two phases, both split over worker processes:
+
+1. Blocks. The corpus is read in order and cut into blocks of documents (see
+   `bert_keras.pretraining_corpus`). Each block is tokenized in large batches by the in-graph
+   tokenizer, turned into instances (`bert_keras.pretraining_data`, all `dupe_factor` passes,
+   random-next segments from the same block), serialized (`bert_keras.pretraining_records`), and
+   its records are dealt at random to the output shards and shuffled. The block is written to
+   one work file, records grouped by shard.
+2. Shards. Each output shard is a uniformly random interleaving of its groups from all block
+   files (at each step the next record comes from a block with probability proportional to
+   what that block has left), read a few kilobytes at a time. Since each group is in random
+   order too, every shard is a uniformly random permutation of its records, and since records
+   were dealt to shards at random, the shards together are a uniform shuffle of the corpus,
+   like the original's global shuffle, without holding the corpus in memory.
+
+Memory is one block per worker in phase 1 and a bounded read buffer in phase 2, whatever the
+corpus size. Every random draw is seeded from (`random_seed`, task, block or shard index), so the
+output is byte-identical for any number of workers. Every file is written under a temporary name
+and renamed when complete, and a rerun continues from the completed blocks and shards.
+"""
+
+import dataclasses
+import hashlib
+import importlib
+import json
+import multiprocessing
+import os
+import shutil
+import struct
+import sys
+import time
+from concurrent import futures
+
+import numpy as np
+
+from bert_keras import pretraining_corpus
+from bert_keras import pretraining_data
+from bert_keras import pretraining_records
+from bert_keras.sentence_splitting import split_sentences
+from bert_keras.vocab import Vocabulary
+
+DEFAULT_TOKENIZER = "bert_keras.pretraining_pipeline:bert_tokenizer"
+_BLOCK_MAGIC = b"BKPTBLK1"
+_MERGE_BUFFER_BYTES = 32 << 20
+_TOKENIZE_BATCH = 8192
+
+
+class PipelineError(RuntimeError):
+    """The inputs, flags or output directory do not allow writing pre-training data."""
+
+
+@dataclasses.dataclass
+class PipelineConfig:
+    """Settings of one `create_pretraining_data` run (flags of `tools/create_pretraining_data.py`).
+
+    `block_bytes=0` picks the block size from the corpus size: about 1/100 of the task's input,
+    between 256 KiB and 4 MiB.
+    """
+
+    input_files: list
+    vocab_file: str
+    output_dir: str
+    do_lower_case: bool = True
+    options: pretraining_data.InstanceOptions = pretraining_data.InstanceOptions()
+    random_seed: int = 12345
+    num_output_shards: int = 16
+    num_workers: int = 0
+    input_format: str = "sentences"
+    task_index: int = 0
+    num_tasks: int = 1
+    block_bytes: int = 0
+    utf8_errors: str = "replace"
+    tokenizer: str = DEFAULT_TOKENIZER
+    progress: bool = True
+
+
+# ---------------------------------------------------------------------------------------------
+# Tokenizers: "module:function" names, so that spawned workers can build their own.
+
+
+def bert_tokenizer(vocab_file, do_lower_case):
+    """The in-graph `bert_keras.tokenizer.BertTokenizer` as `tokenize(list of str)`.
+
+    Returns a function giving (ids int32 [total], tokens per text int64 [n]).
+    """
+    import tensorflow as tf
+    from bert_keras.tokenizer import BertTokenizer
+    tokenizer = BertTokenizer(vocab_file, lower_case=do_lower_case)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def tokenize(texts):
+        ids = tokenizer(texts)
+        if isinstance(ids, tf.RaggedTensor) and ids.ragged_rank > 1:
+            ids = ids.merge_dims(-2, -1)
+        return ids.flat_values, ids.row_lengths()
+
+    def run(texts):
+        flat, lengths = tokenize(tf.constant(texts, tf.string))
+        return flat.numpy().astype(np.int32), lengths.numpy().astype(np.int64)
+
+    return run
+
+
+def load_tokenizer(name, vocab_file, do_lower_case):
+    module, _, function = name.partition(":")
+    return getattr(importlib.import_module(module), function)(vocab_file, do_lower_case)
+
+
+# ---------------------------------------------------------------------------------------------
+# Names of files.
+
+
+def _task_prefix(config):
+    if config.num_tasks == 1:
+        return ""
+    return f"task-{config.task_index:05d}-of-{config.num_tasks:05d}-"
+
+
+def shard_path(config, shard):
+    return os.path.join(config.output_dir, f"{_task_prefix(config)}shard-{shard:05d}-of-"
+                                           f"{config.num_output_shards:05d}.tfrecord")
+
+
+def stats_path(config):
+    return os.path.join(config.output_dir, f"{_task_prefix(config)}stats.json")
+
+
+def manifest_path(config):
+    return os.path.join(config.output_dir, f"{_task_prefix(config)}manifest.json")
+
+
+def work_dir(config):
+    return os.path.join(config.output_dir, f".work-{_task_prefix(config)}incomplete")
+
+
+def _block_path(config, index):
+    return os.path.join(work_dir(config), f"block-{index:07d}.bin")
+
+
+def _blocks_done_path(config):
+    return os.path.join(work_dir(config), "blocks-done.json")
+
+
+def _write_atomic(path, data):
+    temporary = f"{path}.tmp-{os.getpid()}"
+    with open(temporary, "wb") as f:
+        f.write(data)
+    os.replace(temporary, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Worker processes.
+
+_WORKER = {}
+
+
+def _init_worker(config, single_thread):
+    if single_thread:
+        os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
+        os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    vocabulary = Vocabulary.from_file(config.vocab_file)
+    _WORKER["config"] = config
+    _WORKER["special"] = pretraining_data.SpecialTokenIds.from_vocabulary(vocabulary)
+    _WORKER["tokenize"] = load_tokenizer(config.tokenizer, config.vocab_file,
+                                         config.do_lower_case)
+
+
+def _tokenize_block(block, config, tokenize):
+    """TokenizedDocuments and counts of one block of raw text."""
+    sentences, document_sizes = [], []
+    for document in block.documents:
+        if config.input_format == "paragraphs":
+            document = [s for paragraph in document for s in split_sentences(paragraph)]
+        sentences.extend(document)
+        document_sizes.append(len(document))
+    ids, lengths = [], []
+    for start in range(0, len(sentences), _TOKENIZE_BATCH):
+        batch_ids, batch_lengths = tokenize(sentences[start:start + _TOKENIZE_BATCH])
+        ids.append(batch_ids)
+        lengths.append(batch_lengths)
+    ids = np.concatenate(ids) if ids else np.zeros([0], np.int32)
+    lengths = np.concatenate(lengths) if lengths else np.zeros([0], np.int64)
+    documents = pretraining_data.TokenizedDocuments.drop_empty(ids, lengths, document_sizes)
+    counts = {
+        "documents": documents.num_documents,
+        "empty_documents": len(document_sizes) - documents.num_documents,
+        "sentences": documents.num_sentences,
+        "empty_sentences": int(np.sum(lengths == 0)),
+        "long_sentences": int(np.sum(lengths > config.options.max_seq_length - 3)),
+        "one_sentence_documents": int(np.sum(np.diff(documents.document_offsets) == 1)),
+        "tokens": documents.num_tokens,
+    }
+    return documents, counts
+
+
+def _gather_records(buffer, offsets, order):
+    """The records at `order`, concatenated: (bytes, lengths int64)."""
+    source = np.frombuffer(buffer, np.uint8)
+    lengths = np.diff(offsets)[order]
+    new_starts = np.cumsum(lengths) - lengths
+    shift = np.repeat(offsets[:-1][order] - new_starts, lengths)
+    return source[np.arange(int(lengths.sum()), dtype=np.int64) + shift].tobytes(), lengths
+
+
+def process_block(block):
+    """Phase 1 for one block (in a worker). Returns the block's statistics."""
+    config = _WORKER["config"]
+    options = config.options
+    documents, counts = _tokenize_block(block, config, _WORKER["tokenize"])
+    seed = [config.random_seed, config.task_index, config.num_tasks, 0, block.index]
+    batch = pretraining_data.create_instances(documents, options, _WORKER["special"], seed)
+    n = len(batch)
+    stats = dict(counts)
+    stats.update(_instance_stats(batch, options))
+    if n:
+        buffer, offsets = pretraining_records.encode_examples(
+            pretraining_records.instance_features(batch))
+    else:
+        buffer, offsets = b"", np.zeros([1], np.int64)
+    rng = np.random.default_rng(np.random.SeedSequence(seed + [1]))
+    shard = rng.integers(0, config.num_output_shards, n)
+    permutation = rng.permutation(n)
+    order = permutation[np.argsort(shard[permutation], kind="stable")]
+    data, lengths = _gather_records(buffer, offsets, order)
+    shard_counts = np.bincount(shard, minlength=config.num_output_shards)
+    record_starts = np.zeros([config.num_output_shards + 1], np.int64)
+    np.cumsum(shard_counts, out=record_starts[1:])
+    byte_starts = np.zeros([config.num_output_shards + 1], np.int64)
+    all_starts = np.zeros([n + 1], np.int64)
+    np.cumsum(lengths, out=all_starts[1:])
+    byte_starts[:] = all_starts[record_starts]
+    stats_bytes = json.dumps(stats, sort_keys=True).encode()
+    header = (_BLOCK_MAGIC + struct.pack("<qqq", n, config.num_output_shards, len(stats_bytes))
+              + record_starts.astype("<i8").tobytes() + byte_starts.astype("<i8").tobytes())
+    _write_atomic(_block_path(config, block.index),
+                  header + lengths.astype("<u4").tobytes() + stats_bytes + data)
+    return stats
+
+
+def _instance_stats(batch, options):
+    lengths = batch.lengths
+    return {
+        "instances": len(batch),
+        "instance_tokens": int(lengths.sum()),
+        "masked_tokens": int(batch.masked_lm_weights.sum()),
+        "random_next": int(batch.next_sentence_labels.sum()),
+        "replaced_by_mask": int(batch.replacement_counts[0]),
+        "kept_original": int(batch.replacement_counts[1]),
+        "replaced_by_random": int(batch.replacement_counts[2]),
+        "length_histogram": np.bincount(lengths, minlength=options.max_seq_length + 1).tolist(),
+    }
+
+
+class _BlockFile:
+    """Header of a block work file: record and byte ranges of each shard, statistics."""
+
+    def __init__(self, path):
+        self.path = path
+        with open(path, "rb") as f:
+            head = f.read(8 + 24)
+            if len(head) < 32 or head[:8] != _BLOCK_MAGIC:
+                raise PipelineError(f"{path}: not a block work file; delete the work directory")
+            self.num_records, num_shards, stats_length = struct.unpack("<qqq", head[8:])
+            tables = np.frombuffer(f.read(16 * (num_shards + 1)), "<i8")
+            self.record_starts = tables[:num_shards + 1]
+            self.byte_starts = tables[num_shards + 1:]
+            self.lengths_offset = 32 + 16 * (num_shards + 1)
+            self.stats_offset = self.lengths_offset + 4 * self.num_records
+            f.seek(self.stats_offset)
+            self.stats = json.loads(f.read(stats_length))
+            self.data_offset = self.stats_offset + stats_length
+
+
+class _ShardPart:
+    """The records of one shard in one block file, read a chunk at a time."""
+
+    def __init__(self, block, shard, chunk_bytes):
+        self.path = block.path
+        self.next_record = int(block.record_starts[shard])
+        self.end_record = int(block.record_starts[shard + 1])
+        self.next_byte = block.data_offset + int(block.byte_starts[shard])
+        self.lengths_offset = block.lengths_offset
+        self.chunk_bytes = chunk_bytes
+        self.records = []
+
+    def __len__(self):
+        return self.end_record - self.next_record + len(self.records)
+
+    def pop(self):
+        if not self.records:
+            self._refill()
+        return self.records.pop()
+
+    def _refill(self):
+        with open(self.path, "rb") as f:
+            count = min(self.end_record - self.next_record, 4096)
+            f.seek(self.lengths_offset + 4 * self.next_record)
+            lengths = np.frombuffer(f.read(4 * count), "<u4").astype(np.int64)
+            ends = np.cumsum(lengths)
+            take = max(1, int(np.searchsorted(ends, self.chunk_bytes, side="right")))
+            f.seek(self.next_byte)
+            data = f.read(int(ends[take - 1]))
+        bounds = [0] + ends[:take].tolist()
+        # Reversed, so that pop() gives them in file order.
+        self.records = [data[bounds[i]:bounds[i + 1]] for i in range(take - 1, -1, -1)]
+        self.next_record += take
+        self.next_byte += len(data)
+
+
+def merge_shard(shard, block_paths):
+    """Phase 2 for one output shard (in a worker). Returns the number of records written."""
+    import tensorflow as tf
+    config = _WORKER["config"]
+    blocks = [_BlockFile(path) for path in block_paths]
+    chunk_bytes = max(8192, _MERGE_BUFFER_BYTES // max(1, len(blocks)))
+    parts = [_ShardPart(block, shard, chunk_bytes) for block in blocks]
+    remaining = np.array([len(part) for part in parts], np.int64)
+    rng = np.random.default_rng(np.random.SeedSequence(
+        [config.random_seed, config.task_index, config.num_tasks, 1, shard]))
+    final = shard_path(config, shard)
+    temporary = os.path.join(work_dir(config), os.path.basename(final) + ".incomplete")
+    written = 0
+    with tf.io.TFRecordWriter(temporary) as writer:
+        while remaining.sum():
+            # The next records' blocks: a multivariate hypergeometric draw of a chunk, in random
+            # order, is exactly a uniformly random interleaving of the parts.
+            take = int(min(remaining.sum(), 4096))
+            counts = rng.multivariate_hypergeometric(remaining, take)
+            sources = np.repeat(np.arange(len(parts)), counts)
+            rng.shuffle(sources)
+            remaining -= counts
+            for source in sources.tolist():
+                writer.write(parts[source].pop())
+            written += take
+    os.replace(temporary, final)
+    return written
+
+
+# ---------------------------------------------------------------------------------------------
+# The run.
+
+
+def _check_config(config):
+    config.options.validate()
+    if not config.input_files:
+        raise PipelineError("no input files")
+    missing = [f for f in config.input_files if not os.path.isfile(f)]
+    if missing:
+        raise PipelineError(f"input file(s) not found: {missing[:5]}")
+    if config.input_format not in pretraining_corpus.INPUT_FORMATS:
+        raise PipelineError(f"--input_format must be one of {pretraining_corpus.INPUT_FORMATS}, "
+                            f"got {config.input_format!r}")
+    if config.utf8_errors not in pretraining_corpus.UTF8_ERRORS:
+        raise PipelineError(f"--utf8_errors must be one of {pretraining_corpus.UTF8_ERRORS}, "
+                            f"got {config.utf8_errors!r}")
+    if config.num_output_shards < 1:
+        raise PipelineError(f"--num_output_shards must be at least 1, got "
+                            f"{config.num_output_shards}")
+    if not 0 <= config.task_index < config.num_tasks:
+        raise PipelineError(f"--task_index must be in [0, --num_tasks={config.num_tasks}), got "
+                            f"{config.task_index}")
+    if len(config.input_files) < config.num_tasks:
+        raise PipelineError(f"{len(config.input_files)} input files for {config.num_tasks} "
+                            "tasks: each task takes whole files, so split the input into at least "
+                            "as many files as tasks")
+    try:
+        Vocabulary.from_file(config.vocab_file)
+    except ValueError as error:
+        raise PipelineError(f"bad --vocab_file: {error}") from error
+
+
+def task_files(config):
+    """This task's input files: every `num_tasks`-th of the sorted list, from `task_index`."""
+    return sorted(config.input_files)[config.task_index::config.num_tasks]
+
+
+def _file_digest(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _manifest(config, files, block_bytes):
+    """Everything the output depends on; a rerun must match it to reuse completed work."""
+    return {
+        "format": "bert_keras pretraining records v1",
+        "input_files": [[os.path.abspath(f), os.path.getsize(f), os.path.getmtime(f)]
+                        for f in files],
+        "vocab_sha256": _file_digest(config.vocab_file),
+        "do_lower_case": config.do_lower_case,
+        "options": dataclasses.asdict(config.options),
+        "random_seed": config.random_seed,
+        "num_output_shards": config.num_output_shards,
+        "input_format": config.input_format,
+        "task_index": config.task_index,
+        "num_tasks": config.num_tasks,
+        "block_bytes": block_bytes,
+        "utf8_errors": config.utf8_errors,
+        "tokenizer": config.tokenizer,
+    }
+
+
+def _prepare_output_dir(config, manifest):
+    """Creates the output directory, or checks that it holds a run with the same settings."""
+    try:
+        os.makedirs(config.output_dir, exist_ok=True)
+        probe = os.path.join(config.output_dir, f".write-test-{os.getpid()}")
+        with open(probe, "wb"):
+            pass
+        os.remove(probe)
+    except OSError as error:
+        raise PipelineError(f"cannot write to --output_dir={config.output_dir}: {error}") from error
+    path = manifest_path(config)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            previous = json.load(f)
+        if previous != manifest:
+            changed = sorted(k for k in set(previous) | set(manifest)
+                             if previous.get(k) != manifest.get(k))
+            raise PipelineError(
+                f"{config.output_dir} holds pre-training data made with other settings or inputs "
+                f"(differences: {', '.join(changed)}); use another --output_dir or empty this one")
+    else:
+        existing = [name for name in os.listdir(config.output_dir)
+                    if name.startswith(_task_prefix(config) + "shard-")]
+        if existing:
+            raise PipelineError(f"{config.output_dir} already holds shards ({existing[0]}, ...) "
+                                "but no manifest; use another --output_dir or empty this one")
+        _write_atomic(path, json.dumps(manifest, indent=1, sort_keys=True).encode())
+    os.makedirs(work_dir(config), exist_ok=True)
+
+
+def _auto_block_bytes(files):
+    total = sum(os.path.getsize(f) for f in files)
+    return int(min(4 << 20, max(256 << 10, total // 100)))
+
+
+class _Progress:
+    """A one-line progress bar on stderr (a plain line every 10 s when stderr is not a terminal)."""
+
+    def __init__(self, enabled):
+        self.enabled = enabled
+        self.start = time.time()
+        self.last = 0.0
+        self.interactive = sys.stderr.isatty()
+
+    def update(self, phase, fraction, instances, force=False):
+        if not self.enabled:
+            return
+        now = time.time()
+        if not force and now - self.last < (0.5 if self.interactive else 10.0):
+            return
+        self.last = now
+        elapsed = now - self.start
+        fraction = min(1.0, max(0.0, fraction))
+        bar = "#" * int(fraction * 30)
+        line = (f"{phase:<7}[{bar:<30}] {100 * fraction:5.1f}%  {instances:,} instances  "
+                f"{elapsed:,.1f}s")
+        if self.interactive:
+            sys.stderr.write("\r" + line.ljust(90) + ("\n" if force else ""))
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+class _InProcess:
+    """The executor interface, running tasks in this process (one worker)."""
+
+    def __init__(self, config):
+        _init_worker(config, single_thread=False)
+
+    def submit(self, function, *args):
+        future = futures.Future()
+        try:
+            future.set_result(function(*args))
+        except BaseException as error:  # handed to the caller like a worker's error
+            future.set_exception(error)
+        return future
+
+    def shutdown(self, **kwargs):
+        pass
+
+
+def _executor(config, num_workers):
+    if num_workers == 1:
+        return _InProcess(config)
+    context = multiprocessing.get_context("spawn")  # TensorFlow does not survive fork
+    return futures.ProcessPoolExecutor(num_workers, mp_context=context,
+                                       initializer=_init_worker, initargs=(config, True))
+
+
+def _run_bounded(executor, calls, max_pending, on_result):
+    """Submits `(function, args)` from an iterator, keeping at most `max_pending` running."""
+    pending = set()
+    for function, args in calls:
+        pending.add(executor.submit(function, *args))
+        while len(pending) >= max_pending:
+            done, pending = futures.wait(pending, return_when=futures.FIRST_COMPLETED)
+            for future in done:
+                on_result(future.result())
+    while pending:
+        done, pending = futures.wait(pending, return_when=futures.FIRST_COMPLETED)
+        for future in done:
+            on_result(future.result())
+
+
+def _sum_stats(block_stats, corpus_stats, config, block_bytes, seconds):
+    totals = {}
+    histogram = np.zeros([config.options.max_seq_length + 1], np.int64)
+    for stats in block_stats:
+        for key, value in stats.items():
+            if key == "length_histogram":
+                histogram += np.asarray(value, np.int64)
+            else:
+                totals[key] = totals.get(key, 0) + value
+    instances = totals.get("instances", 0)
+    masked = totals.get("masked_tokens", 0)
+    replaced = max(1, masked)
+    return {
+        "input_files": len(task_files(config)),
+        "input_bytes": corpus_stats.get("bytes", 0),
+        "input_lines": corpus_stats.get("lines", 0),
+        "invalid_utf8_lines": corpus_stats.get("invalid_utf8_lines", 0),
+        "skipped_invalid_utf8_lines": corpus_stats.get("skipped_lines", 0),
+        "headings_dropped": corpus_stats.get("headings", 0),
+        "documents_split_at_block_size": corpus_stats.get("split_documents", 0),
+        "blocks": len(block_stats),
+        "block_bytes": block_bytes,
+        "documents": totals.get("documents", 0),
+        "empty_documents_dropped": totals.get("empty_documents", 0),
+        "one_sentence_documents": totals.get("one_sentence_documents", 0),
+        "sentences": totals.get("sentences", 0),
+        "empty_sentences_dropped": totals.get("empty_sentences", 0),
+        "sentences_longer_than_max_seq_length": totals.get("long_sentences", 0),
+        "tokens": totals.get("tokens", 0),
+        "instances": instances,
+        "instance_tokens": totals.get("instance_tokens", 0),
+        "masked_tokens": masked,
+        "masked_fraction": masked / max(1, totals.get("instance_tokens", 0)),
+        "random_next_fraction": totals.get("random_next", 0) / max(1, instances),
+        "mask_token_share": totals.get("replaced_by_mask", 0) / replaced,
+        "kept_token_share": totals.get("kept_original", 0) / replaced,
+        "random_token_share": totals.get("replaced_by_random", 0) / replaced,
+        "mean_instance_length": totals.get("instance_tokens", 0) / max(1, instances),
+        "sequence_length_histogram": histogram.tolist(),
+        "num_output_shards": config.num_output_shards,
+        "seconds": round(seconds, 3),
+    }
+
+
+def format_stats(stats, bins=8):
+    """A human-readable summary of `stats` (what `run` prints)."""
+    histogram = np.asarray(stats["sequence_length_histogram"])
+    max_length = len(histogram) - 1
+    edges = np.linspace(0, max_length + 1, bins + 1).astype(int)
+    total = max(1, histogram.sum())
+    rows = []
+    for low, high in zip(edges[:-1], edges[1:]):
+        share = histogram[low:high].sum() / total
+        rows.append(f"    {low:4d}-{high - 1:<4d} {100 * share:5.1f}% {'#' * int(share * 50)}")
+    lines = [
+        f"documents {stats['documents']:,}  sentences {stats['sentences']:,}  "
+        f"tokens {stats['tokens']:,}  instances {stats['instances']:,}",
+        f"masked fraction {stats['masked_fraction']:.4f}  random next "
+        f"{stats['random_next_fraction']:.4f}  replacements [MASK]/kept/random "
+        f"{stats['mask_token_share']:.3f}/{stats['kept_token_share']:.3f}/"
+        f"{stats['random_token_share']:.3f}",
+        f"invalid UTF-8 lines {stats['invalid_utf8_lines']:,} ("
+        f"{stats['skipped_invalid_utf8_lines']:,} skipped)  empty documents dropped "
+        f"{stats['empty_documents_dropped']:,}  sentences longer than max_seq_length "
+        f"{stats['sentences_longer_than_max_seq_length']:,}",
+        "sequence lengths:",
+    ] + rows
+    return "\n".join(lines)
+
+
+def run(config):
+    """Writes this task's shards and statistics; returns the statistics (a dict)."""
+    start = time.time()
+    _check_config(config)
+    files = task_files(config)
+    block_bytes = config.block_bytes or _auto_block_bytes(files)
+    manifest = _manifest(config, files, block_bytes)
+    shards = [shard_path(config, s) for s in range(config.num_output_shards)]
+    _prepare_output_dir(config, manifest)
+    if os.path.exists(stats_path(config)) and all(os.path.exists(p) for p in shards):
+        with open(stats_path(config), encoding="utf-8") as f:
+            stats = json.load(f)
+        if config.progress:
+            print(f"{config.output_dir}: already complete", file=sys.stderr)
+        _remove_work_dir(config)
+        return stats
+    num_workers = config.num_workers or len(os.sched_getaffinity(0))
+    total_bytes = sum(os.path.getsize(f) for f in files)
+    progress = _Progress(config.progress)
+    executor = _executor(config, num_workers)
+    try:
+        block_stats, corpus_stats = _phase_blocks(config, executor, num_workers, block_bytes,
+                                                  files, total_bytes, progress)
+        if sum(s["instances"] for s in block_stats) == 0:
+            _remove_outputs(config)
+            raise PipelineError(
+                f"the input ({len(files)} file(s), {total_bytes:,} bytes) holds no document "
+                "with any token: nothing to write")
+        block_paths = [_block_path(config, i) for i in range(len(block_stats))]
+        todo = [s for s in range(config.num_output_shards) if not os.path.exists(shards[s])]
+        total_instances = sum(s["instances"] for s in block_stats)
+        written = [0]
+
+        def merged(count):
+            written[0] += count
+            progress.update("shards", written[0] / total_instances, total_instances)
+
+        _run_bounded(executor, ((merge_shard, (s, block_paths)) for s in todo),
+                     2 * num_workers, merged)
+    finally:
+        executor.shutdown(cancel_futures=True)
+    stats = _sum_stats(block_stats, corpus_stats, config, block_bytes, time.time() - start)
+    _write_atomic(stats_path(config), json.dumps(stats, indent=1).encode())
+    _remove_work_dir(config)
+    if config.progress:
+        progress.update("done", 1.0, stats["instances"], force=True)
+        print(format_stats(stats), file=sys.stderr)
+    return stats
+
+
+def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes, progress):
+    """Phase 1. Returns (per-block stats in block order, corpus reader stats as a dict)."""
+    done_path = _blocks_done_path(config)
+    if os.path.exists(done_path):
+        with open(done_path, encoding="utf-8") as f:
+            done = json.load(f)
+        block_stats = [_BlockFile(_block_path(config, i)).stats for i in range(done["blocks"])]
+        return block_stats, done["corpus"]
+    corpus = pretraining_corpus.CorpusStats()
+    block_stats = {}
+    read = [0]
+    instances = [0]
+
+    def calls():
+        for block in pretraining_corpus.iter_blocks(files, config.input_format, block_bytes,
+                                                    config.utf8_errors, corpus):
+            read[0] = corpus.bytes
+            path = _block_path(config, block.index)
+            if os.path.exists(path):
+                block_stats[block.index] = _BlockFile(path).stats
+                continue
+            yield _process_and_index, (block,)
+
+    def finished(result):
+        index, stats = result
+        block_stats[index] = stats
+        instances[0] += stats["instances"]
+        progress.update("blocks", read[0] / max(1, total_bytes), instances[0])
+
+    _run_bounded(executor, calls(), 2 * num_workers, finished)
+    corpus_stats = dataclasses.asdict(corpus)
+    ordered = [block_stats[i] for i in range(len(block_stats))]
+    _write_atomic(done_path, json.dumps({"blocks": len(ordered), "corpus": corpus_stats}).encode())
+    return ordered, corpus_stats
+
+
+def _process_and_index(block):
+    return block.index, process_block(block)
+
+
+def _remove_work_dir(config):
+    shutil.rmtree(work_dir(config), ignore_errors=True)
+
+
+def _remove_outputs(config):
+    _remove_work_dir(config)
+    for path in [manifest_path(config), stats_path(config)]:
+        if os.path.exists(path):
+            os.remove(path)
