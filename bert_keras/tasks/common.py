@@ -41,7 +41,8 @@ def read_text_lines(path):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as error:
-                raise DataFormatError(f"{path}: line {line_number}: not valid UTF-8 ({error})") from error
+                raise DataFormatError(
+                    f"{path}: line {line_number}: not valid UTF-8 ({error})") from error
             if line.endswith("\n"):
                 line = line[:-1]
             if line.endswith("\r"):

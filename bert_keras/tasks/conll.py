@@ -15,7 +15,8 @@ Example:
 
 >>> from bert_keras.tasks.wordpiece import WordPieceTokenizer
 >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "john", "lives", "in", "new", "york"]
->>> sentence = Sentence(["John", "lives", "in", "New", "York"], ["B-PER", "O", "O", "B-LOC", "I-LOC"])
+>>> sentence = Sentence(["John", "lives", "in", "New", "York"],
+...                     ["B-PER", "O", "O", "B-LOC", "I-LOC"])
 >>> features = create_conll_features([sentence], WordPieceTokenizer(vocab), vocab,
 ...                                  label_list=CONLL2003_LABELS, max_seq_length=8)
 >>> features[0].label_ids
@@ -141,7 +142,8 @@ def create_conll_features(sentences, tokenize_word, vocab, label_list=CONLL2003_
         word_index = 0
         while word_index < len(sentence.words) or (word_index == 0 and not sentence.words):
             ids, labels, word_ids = [cls_id], [IGNORE_LABEL_ID], [-1]
-            while word_index < len(sentence.words) and len(ids) - 1 + len(pieces[word_index]) <= budget:
+            while (word_index < len(sentence.words)
+                   and len(ids) - 1 + len(pieces[word_index]) <= budget):
                 tag = sentence.tags[word_index] if sentence.tags else None
                 if tag is not None and tag not in label_to_id:
                     raise ValueError(f"sentence {sentence_index}: tag {tag!r} is not in the "

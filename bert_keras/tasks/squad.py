@@ -31,8 +31,8 @@ Example:
 >>> features[0].tokens[features[0].start_position]
 'bob'
 >>> arrays = features_to_arrays(features)
->>> sorted(arrays), arrays["input_word_ids"].shape
-(['end_positions', 'feature_index', 'input_mask', 'input_type_ids', 'input_word_ids', 'start_positions'], (1, 16))
+>>> arrays["input_word_ids"].shape, arrays["start_positions"].tolist()
+((1, 16), [8])
 """
 
 import dataclasses

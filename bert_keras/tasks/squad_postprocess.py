@@ -155,7 +155,8 @@ def postprocess_predictions(examples, features, start_logits, end_logits, n_best
                 for end in end_indexes:
                     if start >= num_tokens or end >= num_tokens:
                         continue
-                    if start not in feature.token_to_orig_map or end not in feature.token_to_orig_map:
+                    if (start not in feature.token_to_orig_map
+                            or end not in feature.token_to_orig_map):
                         continue
                     if not feature.token_is_max_context.get(start, False):
                         continue

@@ -1,7 +1,7 @@
 """SWAG: the official CSV files (train.csv, val.csv, test.csv) and the 4-way choice inputs.
 
-Header: `,video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label`
-(test.csv has no `label`). As in the BERT paper, each example gives four sentence pairs: the
+Header: `,video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,
+label` (test.csv has no `label`). As in the BERT paper, each example gives four sentence pairs: the
 context `sent1` as sentence A and `sent2 + " " + ending<k>` as sentence B; the label (0-3) is
 the right ending. Scored with accuracy (`bert_keras.metrics.classification.accuracy`).
 
@@ -10,7 +10,8 @@ Example:
 >>> import os, tempfile
 >>> path = os.path.join(tempfile.mkdtemp(), "val.csv")
 >>> _ = open(path, "w").write(
-...     ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label\\n"
+...     ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,"
+...     "ending0,ending1,ending2,ending3,label\\n"
 ...     "0,v1,5,She sits down. She,She sits down.,She,gold,eats.,runs.,sleeps.,flies.,0\\n")
 >>> example = read_swag_examples(path)[0]
 >>> example.context, example.endings[1], example.label

@@ -199,7 +199,8 @@ def batch_word_tokenizer(tokenize_batch, words, batch_size=4096):
         if hasattr(result, "to_list"):
             result = result.to_list()
         if len(result) != len(chunk):
-            raise ValueError(f"tokenize_batch returned {len(result)} results for {len(chunk)} words")
+            raise ValueError(
+                f"tokenize_batch returned {len(result)} results for {len(chunk)} words")
         for word, ids in zip(chunk, result):
             flat = _flatten_ids(ids)
             table[word] = flat
