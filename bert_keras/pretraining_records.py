@@ -279,7 +279,7 @@ def _file_records(filename, size):
     def count(consumed, element):
         record, is_end = element
         consumed = consumed + tf.where(is_end, tf.constant(0, tf.int64),
-                                       tf.strings.length(record, tf.int64) + 16)
+                                       tf.cast(tf.strings.length(record), tf.int64) + 16)
         return consumed, (record, is_end, consumed)
 
     def check(record, is_end, consumed):

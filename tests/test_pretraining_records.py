@@ -1,0 +1,217 @@
+"""Pre-training TFRecords: the vectorized encoder, the tf.data reader, and its error messages."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_keras import pretraining_data as pd
+from bert_keras import pretraining_records as pr
+
+SEQ, PRED = 16, 4
+
+
+def example_proto(features):
+    """The original tool's way: a tf.train.Example built field by field."""
+    feature = {}
+    for name, values in features.items():
+        values = np.asarray(values).reshape(-1)
+        if np.issubdtype(values.dtype, np.floating):
+            feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values.tolist()))
+        else:
+            feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values.tolist()))
+    return tf.train.Example(features=tf.train.Features(feature=feature))
+
+
+def random_batch(n, seed=0, vocab_size=30522):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(5, SEQ + 1, n).astype(np.int32)
+    position = np.arange(SEQ)[None, :]
+    input_mask = (position < lengths[:, None]).astype(np.int32)
+    input_ids = rng.integers(0, vocab_size, (n, SEQ)).astype(np.int32) * input_mask
+    segment_ids = ((position >= 3) & (input_mask == 1)).astype(np.int32)
+    count = rng.integers(1, PRED + 1, n)
+    weights = (np.arange(PRED)[None, :] < count[:, None]).astype(np.float32)
+    positions = (rng.integers(1, 5, (n, PRED)) * weights).astype(np.int32)
+    labels = (rng.integers(0, vocab_size, (n, PRED)) * weights).astype(np.int32)
+    return pd.InstanceBatch(input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids,
+                            masked_lm_positions=positions, masked_lm_ids=labels,
+                            masked_lm_weights=weights,
+                            next_sentence_labels=rng.integers(0, 2, n).astype(np.int32),
+                            lengths=lengths, replacement_counts=np.zeros([3], np.int64))
+
+
+def test_encoder_matches_protobuf():
+    rng = np.random.default_rng(0)
+    # Values across every varint width, and floats that are not 0/1.
+    big = np.array([[0, 1, 127, 128, 16383, 16384, 2 ** 21 - 1, 2 ** 21, 2 ** 28, 2 ** 35 - 1,
+                     2 ** 40, 2 ** 62]], np.int64)
+    features = {"a": np.repeat(big, 3, axis=0), "b": rng.random((3, 5)).astype(np.float32),
+                "c": np.array([[1], [0], [300]])}
+    buffer, offsets = pr.encode_examples(features)
+    for row in range(3):
+        record = buffer[offsets[row]:offsets[row + 1]]
+        expected = example_proto({name: values[row] for name, values in features.items()})
+        assert tf.train.Example.FromString(record) == expected
+
+
+def test_instance_records_parse_with_the_original_spec():
+    batch = random_batch(50)
+    records = pr.encode_instance_batch(batch)
+    # name_to_features as in the original run_pretraining.py, written out here.
+    spec = {
+        "input_ids": tf.io.FixedLenFeature([SEQ], tf.int64),
+        "input_mask": tf.io.FixedLenFeature([SEQ], tf.int64),
+        "segment_ids": tf.io.FixedLenFeature([SEQ], tf.int64),
+        "masked_lm_positions": tf.io.FixedLenFeature([PRED], tf.int64),
+        "masked_lm_ids": tf.io.FixedLenFeature([PRED], tf.int64),
+        "masked_lm_weights": tf.io.FixedLenFeature([PRED], tf.float32),
+        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+    }
+    parsed = tf.io.parse_example(tf.constant(records), spec)
+    for name, values in pr.instance_features(batch).items():
+        np.testing.assert_array_equal(parsed[name].numpy(), values)
+    for record, row in zip(records[:5], range(5)):
+        expected = example_proto({k: v[row] for k, v in pr.instance_features(batch).items()})
+        assert tf.train.Example.FromString(record) == expected
+
+
+def write_split(tmp_path, batch, parts=3, name="part"):
+    records = pr.encode_instance_batch(batch)
+    paths = []
+    for i in range(parts):
+        path = str(tmp_path / f"{name}-{i}.tfrecord")
+        pr.write_tfrecords(path, records[i::parts])
+        paths.append(path)
+    return paths
+
+
+def rows(features):
+    """Rows of a batch dict as sortable tuples (the reader interleaves files)."""
+    names = sorted(features)
+    columns = [np.asarray(features[n]).reshape(len(features[n]), -1) for n in names]
+    return sorted(tuple(np.concatenate([c[i].astype(np.float64) for c in columns]))
+                  for i in range(len(columns[0])))
+
+
+def test_round_trip_through_the_reader(tmp_path):
+    batch = random_batch(37)
+    write_split(tmp_path, batch)
+    dataset = pr.pretraining_dataset(str(tmp_path / "part-*.tfrecord"), batch_size=8,
+                                     max_seq_length=SEQ, max_predictions_per_seq=PRED,
+                                     shuffle=False, drop_remainder=False)
+    batches = list(dataset)
+    assert [len(b["input_ids"]) for b in batches] == [8, 8, 8, 8, 5]
+    got = {name: np.concatenate([b[name].numpy() for b in batches]) for name in batches[0]}
+    for name in pr.FEATURE_NAMES:
+        expected_dtype = tf.float32 if name == "masked_lm_weights" else tf.int32
+        assert batches[0][name].dtype == expected_dtype
+    expected = pr.instance_features(batch)
+    expected["next_sentence_labels"] = expected["next_sentence_labels"].reshape(-1)
+    assert rows(got) == rows(expected)
+
+
+def test_shuffled_repeated_batches_have_static_shapes(tmp_path):
+    write_split(tmp_path, random_batch(40))
+    dataset = pr.pretraining_dataset(str(tmp_path / "*.tfrecord"), batch_size=16,
+                                     max_seq_length=SEQ, max_predictions_per_seq=PRED,
+                                     shuffle=True, drop_remainder=True, repeat=True, seed=1)
+    spec = dataset.element_spec
+    assert spec["input_ids"].shape.as_list() == [16, SEQ]
+    assert spec["masked_lm_weights"].shape.as_list() == [16, PRED]
+    assert spec["next_sentence_labels"].shape.as_list() == [16]
+    assert len(list(dataset.take(7))) == 7  # more than one epoch
+    inputs, labels = pr.model_inputs_and_labels(next(iter(dataset)))
+    assert sorted(inputs) == ["input_mask", "input_type_ids", "input_word_ids",
+                              "masked_lm_positions"]
+    assert sorted(labels) == ["masked_lm_ids", "masked_lm_weights", "next_sentence_labels"]
+
+
+def test_records_written_with_protobuf_are_read(tmp_path):
+    batch = random_batch(10, seed=3)
+    features = pr.instance_features(batch)
+    path = str(tmp_path / "proto.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+        for row in range(10):
+            writer.write(example_proto({k: v[row] for k, v in features.items()})
+                         .SerializeToString())
+    got = next(iter(pr.pretraining_dataset(path, 10, SEQ, PRED, shuffle=False)))
+    np.testing.assert_array_equal(got["input_ids"].numpy(), batch.input_ids)
+    np.testing.assert_array_equal(got["masked_lm_weights"].numpy(), batch.masked_lm_weights)
+
+
+def read_all(pattern, **kwargs):
+    dataset = pr.pretraining_dataset(pattern, 4, SEQ, PRED, shuffle=False, drop_remainder=False,
+                                     **kwargs)
+    return sum(len(b["input_ids"]) for b in dataset)
+
+
+def test_corrupted_and_truncated_files_are_named(tmp_path):
+    good, other = write_split(tmp_path, random_batch(30), parts=2)
+    data = open(good, "rb").read()
+    truncated = str(tmp_path / "truncated.tfrecord")
+    open(truncated, "wb").write(data[:-40])
+    corrupted = str(tmp_path / "corrupted.tfrecord")
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 0xFF
+    open(corrupted, "wb").write(bytes(flipped))
+    assert read_all(f"{good},{other}") == 30
+    for bad in (truncated, corrupted):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=os.path.basename(bad)):
+            read_all(f"{other},{bad}")
+
+
+def test_records_with_other_lengths_are_named(tmp_path):
+    batch = random_batch(12)
+    path = str(tmp_path / "long.tfrecord")
+    pr.write_tfrecords(path, pr.encode_instance_batch(batch))
+    dataset = pr.pretraining_dataset(path, 4, SEQ * 2, PRED, shuffle=False)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"long\.tfrecord[\s\S]*input_ids[\s\S]*max_seq_length=32"):
+        list(dataset)
+
+
+def test_no_files_is_a_clear_error(tmp_path):
+    with pytest.raises(pr.RecordsError, match="no pre-training record files"):
+        pr.pretraining_dataset(str(tmp_path / "nothing-*.tfrecord"), 4, SEQ, PRED)
+
+
+ORIGINAL_SHIM = """
+import sys
+import tensorflow.compat.v1 as tf
+tf.disable_v2_behavior()
+sys.modules["tensorflow"] = tf
+import bert.create_pretraining_data as original
+tf.app.run(original.main)
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("bert") is None
+                    or not os.path.exists(os.path.join(
+                        os.path.dirname(importlib.util.find_spec("bert").origin),
+                        "create_pretraining_data.py")),
+                    reason="the original tool (pip install bert-tensorflow==1.0.4) is not installed")
+def test_records_of_the_original_tool_are_read(tmp_path):
+    from pretraining_data_fixtures import minilm_vocab_path, fixture_path
+    shim = tmp_path / "shim.py"
+    shim.write_text(ORIGINAL_SHIM)
+    output = str(tmp_path / "original.tfrecord")
+    subprocess.run([sys.executable, str(shim), f"--input_file={fixture_path('sample_text.txt')}",
+                    f"--output_file={output}", f"--vocab_file={minilm_vocab_path()}",
+                    "--do_lower_case=True", "--max_seq_length=64", "--max_predictions_per_seq=10",
+                    "--dupe_factor=2", "--random_seed=1"],
+                   check=True, capture_output=True, timeout=240)
+    count = 0
+    for features in pr.pretraining_dataset(output, 8, 64, 10, shuffle=False,
+                                           drop_remainder=False):
+        ids = features["input_ids"].numpy()
+        assert np.all(ids[:, 0] == 101)  # [CLS]
+        assert np.all((ids == 102).sum(axis=1) == 2)  # two [SEP]
+        weights = features["masked_lm_weights"].numpy()
+        assert np.all(weights.sum(axis=1) >= 1)
+        count += len(ids)
+    assert count > 10
