@@ -21,7 +21,7 @@ The same steps by hand, with any Keras workflow in between:
 >>> train = task.load("train", training=True)  # doctest: +SKIP
 >>> model = task.build_model(load_encoder("models/minilm"))  # doctest: +SKIP
 >>> steps = 3 * math.ceil(train.num_rows / 32)  # doctest: +SKIP
->>> model.compile(optimizer=finetuning.create_optimizer(2e-5, steps, steps // 10),
+>>> model.compile(optimizer=finetuning.create_optimizer(model, 2e-5, steps, steps // 10),
 ...               **task.compile_args())  # doctest: +SKIP
 >>> model.fit(finetuning.make_dataset(train, 32, training=True), epochs=3)  # doctest: +SKIP
 """
@@ -35,9 +35,8 @@ import os
 
 import keras
 import numpy as np
-from keras import ops
 
-from bert_keras import checkpoint_names
+from bert_keras import checkpoint_names, distribution, optimization
 from bert_keras import model_dir as model_dir_lib
 from bert_keras.config import write_text_atomic
 from bert_keras.encoder import load_encoder
@@ -51,82 +50,27 @@ EVAL_RESULTS_NAME = "eval_results.json"
 
 
 # ------------------------------------------------------------------------------ optimizer
-@keras.saving.register_keras_serializable(package="bert_keras")
-class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
-    """The original BERT learning rate: linear warm-up, then linear decay to 0.
-
-    lr(step) = peak * step / num_warmup_steps                  for step < num_warmup_steps
-             = peak * max(0, 1 - step / num_train_steps)       afterwards
-
-    As in the original `optimization.py`, the decay runs over all steps (warm-up included), so
-    the rate after warm-up continues from peak * (1 - warmup / total), not from peak.
-    """
-
-    def __init__(self, peak_learning_rate, num_train_steps, num_warmup_steps):
-        self.peak_learning_rate = float(peak_learning_rate)
-        self.num_train_steps = int(num_train_steps)
-        self.num_warmup_steps = int(num_warmup_steps)
-
-    def __call__(self, step):
-        step = ops.cast(step, "float32")
-        peak = self.peak_learning_rate
-        decayed = peak * ops.maximum(0.0, 1.0 - step / max(1, self.num_train_steps))
-        if self.num_warmup_steps <= 0:
-            return decayed
-        warmup = peak * step / self.num_warmup_steps
-        return ops.where(step < self.num_warmup_steps, warmup, decayed)
-
-    def get_config(self):
-        return {"peak_learning_rate": self.peak_learning_rate,
-                "num_train_steps": self.num_train_steps,
-                "num_warmup_steps": self.num_warmup_steps}
-
-
-def create_optimizer(learning_rate, num_train_steps, num_warmup_steps, weight_decay=0.01,
+def create_optimizer(model, learning_rate, num_train_steps, num_warmup_steps, weight_decay=0.01,
                      clip_norm=1.0):
-    """AdamW as BERT fine-tunes: beta1 0.9, beta2 0.999, epsilon 1e-6, weight decay 0.01 except
-    on layer-norm parameters and biases, gradients clipped to global norm 1.0.
+    """AdamW for `model.compile`, with BERT's schedule and weight-decay rule.
 
-    Unlike the original `AdamWeightDecayOptimizer`, Keras' AdamW corrects the moment
-    estimates' bias; the difference fades after the first few hundred steps.
+    The learning rate is `optimization.WarmupLinearDecay` (linear warm-up, then linear decay
+    to 0 over all steps, as the original); beta1 0.9, beta2 0.999, epsilon 1e-6; weight decay
+    0.01 except on the variables whose name (`task_weight_map`) has LayerNorm or bias in it;
+    gradients clipped to global norm 1.0.
+
+    Keras' AdamW is used (not `optimization.AdamWeightDecay`, whose gradients must arrive
+    already summed over replicas, which `fit` does not do); unlike the original it corrects
+    the moment estimates' bias, a difference that fades after the first few hundred steps.
     """
     optimizer = keras.optimizers.AdamW(
-        learning_rate=WarmupLinearDecay(learning_rate, num_train_steps, num_warmup_steps),
+        learning_rate=optimization.WarmupLinearDecay(learning_rate, num_warmup_steps,
+                                                     max(1, num_train_steps)),
         weight_decay=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-        global_clipnorm=clip_norm)
-    # Layer norms' variables are named gamma/beta; every bias name ends in "bias".
-    optimizer.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
+        global_clipnorm=clip_norm or None)
+    optimizer.exclude_from_weight_decay(
+        var_list=optimization.no_decay_variables(task_weight_map(model)))
     return optimizer
-
-
-# ----------------------------------------------------------------------------- strategies
-def get_strategy(strategy=None):
-    """A `tf.distribute.Strategy` from an instance or a name.
-
-    Names: "default" (None; one device), "mirrored" (all local GPUs), "tpu" (a TPU VM's local
-    TPU, e.g. Colab), "multi_worker_mirrored".
-    """
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-
-    if strategy is None or strategy == "default":
-        return tf.distribute.get_strategy()
-    if isinstance(strategy, tf.distribute.Strategy):
-        return strategy
-    if strategy == "mirrored":
-        return tf.distribute.MirroredStrategy()
-    if strategy == "multi_worker_mirrored":
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    if strategy == "tpu":
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
-        tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
-        return tf.distribute.TPUStrategy(resolver)
-    raise ValueError(f"unknown strategy {strategy!r}; use default, mirrored, "
-                     "multi_worker_mirrored or tpu")
-
-
-def _is_tpu(strategy):
-    return "TPU" in type(strategy).__name__
 
 
 # --------------------------------------------------------------------------------- data
@@ -211,7 +155,7 @@ def _default_jit_compile():
 
 
 def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True, do_eval=True,
-                   do_predict=False, strategy=None, dtype=None, seed=42, steps_per_execution=1,
+                   do_predict=False, strategy="auto", dtype=None, seed=42, steps_per_execution=1,
                    jit_compile=None, verbose="auto", callbacks=None, save_checkpoints=True,
                    **options):
     """Fine-tunes `init_model_dir` on `task` and evaluates it (see the module docstring).
@@ -224,7 +168,8 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
       output_dir: where the fine-tuned model directory and the results go.
       do_train / do_eval / do_predict: train; score the dev split(s); write predictions for
         the unlabelled test split(s).
-      strategy: a `tf.distribute.Strategy` or a name for `get_strategy`.
+      strategy: a `tf.distribute.Strategy`, or a name for `distribution.resolve_strategy`
+        ("auto": a TPU if reachable, else several workers or GPUs, else the one device).
       dtype: Keras dtype policy of the model, e.g. "mixed_bfloat16".
       options: fields of `FinetuningOptions` (learning_rate, train_batch_size,
         num_train_epochs, max_seq_length, warmup_proportion, doc_stride, feature_based, ...).
@@ -262,7 +207,8 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
     if not do_train and not evaluations:
         raise ValueError("nothing to do: do_train, do_eval and do_predict are all off")
 
-    strategy = get_strategy(strategy)
+    if not hasattr(strategy, "scope"):
+        strategy = distribution.resolve_strategy(strategy or "auto")
     replicas = strategy.num_replicas_in_sync
     if jit_compile is None:
         jit_compile = _default_jit_compile()
@@ -271,7 +217,7 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
         _load_head_weights(model, init_model_dir)
         steps_per_epoch = 0
         if train is not None:
-            if _is_tpu(strategy):
+            if distribution.is_tpu_strategy(strategy):
                 steps_per_epoch = train.num_rows // opts.train_batch_size
             else:
                 steps_per_epoch = math.ceil(train.num_rows / opts.train_batch_size)
@@ -281,7 +227,7 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
         num_train_steps = steps_per_epoch * epochs
         num_warmup_steps = int(num_train_steps * opts.warmup_proportion)
         model.compile(
-            optimizer=create_optimizer(opts.learning_rate, max(1, num_train_steps),
+            optimizer=create_optimizer(model, opts.learning_rate, num_train_steps,
                                        num_warmup_steps, opts.weight_decay, opts.clip_norm),
             steps_per_execution=steps_per_execution, jit_compile=jit_compile,
             **task.compile_args())
@@ -301,7 +247,7 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
                     save_weights_only=True)]
         all_callbacks += list(callbacks or [])
         dataset = make_dataset(train, opts.train_batch_size, training=True, seed=seed,
-                               drop_remainder=_is_tpu(strategy))
+                               drop_remainder=distribution.is_tpu_strategy(strategy))
         history = model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch,
                             callbacks=all_callbacks, verbose=verbose, shuffle=False).history
         if not np.all(np.isfinite(history.get("loss", [0.0]))):
@@ -350,6 +296,6 @@ def _summary(metrics):
                      if isinstance(value, (int, float)))
 
 
-__all__ = ["WarmupLinearDecay", "create_optimizer", "get_strategy", "make_dataset", "predict",
+__all__ = ["create_optimizer", "make_dataset", "predict",
            "run_finetuning", "FinetuningResult", "FinetuningOptions", "DataFormatError",
            "EVAL_RESULTS_NAME"]

@@ -17,7 +17,7 @@ import sys
 
 from absl import app, flags
 
-from bert_keras import finetuning
+from bert_keras import distribution, finetuning
 
 TASK = flags.DEFINE_string("task", None, "glue/<cola|sst2|mrpc|stsb|qqp|mnli|qnli|rte|wnli>, "
                            "squad_v1, squad_v2, swag or conll2003.", required=True)
@@ -66,8 +66,10 @@ MAX_EVAL_EXAMPLES = flags.DEFINE_integer("max_eval_examples", None, "Evaluate on
 DO_TRAIN = flags.DEFINE_boolean("do_train", True, "Fine-tune on the train split.")
 DO_EVAL = flags.DEFINE_boolean("do_eval", True, "Evaluate on the dev split(s).")
 DO_PREDICT = flags.DEFINE_boolean("do_predict", False, "Write predictions for the test split(s).")
-STRATEGY = flags.DEFINE_enum("strategy", "default", ["default", "mirrored", "multi_worker_mirrored",
-                                                      "tpu"], "Distribution strategy.")
+STRATEGY = flags.DEFINE_enum("strategy", "auto", distribution.STRATEGY_NAMES, "Distribution "
+                             "strategy, as for pre-training; auto: a TPU when one is reachable, "
+                             "else several workers (TF_CONFIG) or GPUs, else the one device.")
+TPU = flags.DEFINE_string("tpu", None, "TPU address (default: local, as on a TPU VM or Colab).")
 DTYPE = flags.DEFINE_string("dtype", None, "Keras dtype policy, e.g. mixed_bfloat16.")
 SEED = flags.DEFINE_integer("seed", 42, "Random seed.")
 STEPS_PER_EXECUTION = flags.DEFINE_integer("steps_per_execution", 1, "Training steps per "
@@ -81,10 +83,11 @@ def main(argv):
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
     logging.getLogger("bert_keras").setLevel(logging.INFO)
     try:
+        strategy = distribution.resolve_strategy(STRATEGY.value, tpu=TPU.value)
         result = finetuning.run_finetuning(
             TASK.value, DATA_DIR.value, INIT_MODEL_DIR.value, OUTPUT_DIR.value,
             do_train=DO_TRAIN.value, do_eval=DO_EVAL.value, do_predict=DO_PREDICT.value,
-            strategy=STRATEGY.value, dtype=DTYPE.value, seed=SEED.value,
+            strategy=strategy, dtype=DTYPE.value, seed=SEED.value,
             steps_per_execution=STEPS_PER_EXECUTION.value,
             jit_compile={"auto": None, "true": True, "false": False}[JIT_COMPILE.value],
             learning_rate=LEARNING_RATE.value, train_batch_size=TRAIN_BATCH_SIZE.value,
