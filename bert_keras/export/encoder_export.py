@@ -1,0 +1,225 @@
+"""Exports the BERT encoder as a TF Hub-style reusable SavedModel ("BERT encoder" API).
+
+The SavedModel is a hand-built `tf.Module`-like object saved with `tf.saved_model.save` (a Keras 3
+`model.export()` has no callable root, no `training` argument and no `regularization_losses`).
+What a consumer finds after `obj = tf.saved_model.load(export_dir)`:
+
+- `obj(inputs, training=False)`: `inputs` is a dict of int32 [batch, seq_length] tensors
+  `input_word_ids`, `input_mask`, `input_type_ids`; returns a dict with float32
+  `pooled_output` [batch, hidden], `sequence_output` [batch, seq_length, hidden],
+  `encoder_outputs` (list of every layer's [batch, seq_length, hidden], the last one equal to
+  `sequence_output`) and `default` (= `pooled_output`). Dropout is active only with
+  `training=True`.
+- `obj.mlm(inputs, training=False)`: the same plus `masked_lm_positions` int32
+  [batch, num_predictions] in `inputs`; returns also `mlm_logits` float32
+  [batch, num_predictions, vocab_size]. Present when the model directory holds the masked LM
+  head (`cls/predictions/...`).
+- `obj.variables`, `obj.trainable_variables`, `obj.regularization_losses` (empty).
+- `obj.serve(inputs)` and `obj.call_training(inputs)`: single-argument endpoints for
+  `keras.layers.TFSMLayer(export_dir, call_endpoint="serve",
+  call_training_endpoint="call_training", trainable=True)`; see `savedmodel_layer`.
+- `obj.signatures["serving_default"]`: keyword inputs `input_word_ids`, `input_mask`,
+  `input_type_ids` (int32 [batch, seq_length]), outputs `pooled_output`, `sequence_output`,
+  `default` (float32), for TF Serving and `saved_model_cli`.
+
+Weights are always rebuilt from {original checkpoint name: array} in the export dtype: a model
+trained under `mixed_bfloat16` exports a float32 graph by default (its float32 master weights are
+copied, no bf16 op remains), and `dtype="bfloat16"` exports a `mixed_bfloat16` graph (float32
+variables, bf16 matmuls, float32 outputs) for accelerators and AMX-capable CPUs.
+
+Example:
+
+>>> from bert_keras.export import export_encoder_from_model_dir
+>>> export_encoder_from_model_dir("models/minilm", "exports/minilm_encoder")  # doctest: +SKIP
+>>> import tensorflow as tf, tensorflow_text  # doctest: +SKIP
+>>> encoder = tf.saved_model.load("exports/minilm_encoder")  # doctest: +SKIP
+>>> encoder(preprocessor(tf.constant(["hello"])))["pooled_output"].shape  # doctest: +SKIP
+TensorShape([1, 384])
+"""
+
+import logging
+import os
+
+import tensorflow as tf
+
+from bert_keras import checkpoint_names
+from bert_keras import model_dir as model_dir_lib
+from bert_keras.encoder import INPUT_NAMES, build_encoder
+
+logger = logging.getLogger("bert_keras.export")
+
+# Export dtypes and the Keras dtype policy each is built under.
+DTYPE_POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
+
+
+def dtype_policy(dtype):
+    """The Keras dtype policy of an export dtype name ("float32" or "bfloat16")."""
+    if dtype not in DTYPE_POLICIES:
+        raise ValueError(f"export dtype must be one of {sorted(DTYPE_POLICIES)}, got {dtype!r}")
+    return DTYPE_POLICIES[dtype]
+
+
+def encoder_input_spec(with_positions=False):
+    """The dict of `tf.TensorSpec`s of the encoder inputs, int32 [batch, seq_length]."""
+    spec = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
+    if with_positions:
+        spec["masked_lm_positions"] = tf.TensorSpec([None, None], tf.int32, name="masked_lm_positions")
+    return spec
+
+
+def build_keras_models(config, weights, dtype="float32", with_mlm=None, source="weights"):
+    """Builds the encoder (and the masked LM head) in the export dtype and loads `weights`.
+
+    Args:
+      config: a `BertConfig`.
+      weights: {original checkpoint name: array}, e.g. `model_dir.read_weights(...)` or
+        `checkpoint_names.collect_weights(pretraining_weight_map(model))`.
+      dtype: "float32" or "bfloat16".
+      with_mlm: build the masked LM head; None = when `weights` hold it.
+      source: the name used in error messages.
+    Returns:
+      (encoder keras.Model, mlm_head layer or None).
+    """
+    from bert_keras.pretraining_model import build_pretraining_model
+
+    policy = dtype_policy(dtype)
+    head_names = checkpoint_names.pretraining_head_shapes(config)
+    has_mlm = any(name.startswith("cls/predictions/") and name in weights for name in head_names)
+    if with_mlm is None:
+        with_mlm = has_mlm
+    if with_mlm:
+        model = build_pretraining_model(config, next_sentence=False, dtype=policy)
+        encoder, mlm_head = model.encoder, model.get_layer("masked_lm")
+        variable_map = checkpoint_names.encoder_weight_map(encoder)
+        variable_map.update(checkpoint_names.masked_lm_weight_map(mlm_head))
+    else:
+        encoder, mlm_head = build_encoder(config, dtype=policy), None
+        variable_map = checkpoint_names.encoder_weight_map(encoder)
+    checkpoint_names.assign_weights(variable_map, weights, source=source)
+    return encoder, mlm_head
+
+
+def _float32(outputs):
+    return tf.nest.map_structure(lambda x: tf.cast(x, tf.float32), outputs)
+
+
+class _Exportable(tf.__internal__.tracking.AutoTrackable):
+    """A plain trackable object: attributes set on it are what `tf.saved_model.save` writes."""
+
+
+def _track_variables(obj, layers):
+    """Sets `variables`, `trainable_variables` and `regularization_losses` of the TF Hub API."""
+    variables, trainable, seen = [], [], set()
+    for layer in layers:
+        for variable in layer.variables:
+            if id(variable) in seen:
+                continue
+            seen.add(id(variable))
+            variables.append(variable)
+            if variable.trainable:
+                trainable.append(variable)
+    obj.variables = variables
+    obj.trainable_variables = trainable
+    obj.regularization_losses = []
+
+
+def _encode(encoder, inputs, training):
+    features = {name: inputs[name] for name in INPUT_NAMES}
+    outputs = encoder(features, training=training)
+    outputs = _float32({"pooled_output": outputs["pooled_output"],
+                        "sequence_output": outputs["sequence_output"],
+                        "encoder_outputs": list(outputs["encoder_outputs"])})
+    outputs["default"] = outputs["pooled_output"]
+    return outputs
+
+
+class MaskedLMModule(_Exportable):
+    """The `.mlm` sub-object: the encoder outputs plus `mlm_logits` at `masked_lm_positions`."""
+
+    def __init__(self, encoder, mlm_head):
+        super().__init__()
+        # Set without tracking: only the variables and functions are saved, not Keras objects.
+        object.__setattr__(self, "_encoder", encoder)
+        object.__setattr__(self, "_mlm_head", mlm_head)
+        for training in (False, True):
+            self.__call__.get_concrete_function(encoder_input_spec(True), training=training)
+        _track_variables(self, [encoder, mlm_head])
+
+    @tf.function
+    def __call__(self, inputs, training=False):
+        outputs = _encode(self._encoder, inputs, training)
+        # The head works in its compute dtype; feed it the float32 output as exported.
+        sequence = tf.cast(outputs["sequence_output"], self._mlm_head.compute_dtype)
+        outputs["mlm_logits"] = tf.cast(
+            self._mlm_head(sequence, inputs["masked_lm_positions"]), tf.float32)
+        return outputs
+
+
+class EncoderModule(_Exportable):
+    """The object written by `export_encoder`, callable in memory as after loading."""
+
+    def __init__(self, encoder, mlm_head=None):
+        super().__init__()
+        object.__setattr__(self, "_encoder", encoder)
+        object.__setattr__(self, "_mlm_head", mlm_head)
+        for training in (False, True):
+            self.__call__.get_concrete_function(encoder_input_spec(), training=training)
+        self.serve.get_concrete_function()
+        self.call_training.get_concrete_function()
+        if mlm_head is not None:
+            self.mlm = MaskedLMModule(encoder, mlm_head)
+        _track_variables(self, [encoder] + ([mlm_head] if mlm_head is not None else []))
+
+    @tf.function
+    def __call__(self, inputs, training=False):
+        return _encode(self._encoder, inputs, training)
+
+    # Single-argument endpoints for keras.layers.TFSMLayer, which passes no `training`.
+    @tf.function(input_signature=[encoder_input_spec()])
+    def serve(self, inputs):
+        return _encode(self._encoder, inputs, False)
+
+    @tf.function(input_signature=[encoder_input_spec()])
+    def call_training(self, inputs):
+        return _encode(self._encoder, inputs, True)
+
+    @tf.function(input_signature=[encoder_input_spec()[name] for name in INPUT_NAMES])
+    def serving_default(self, input_word_ids, input_mask, input_type_ids):
+        outputs = _encode(self._encoder, {"input_word_ids": input_word_ids, "input_mask": input_mask,
+                                          "input_type_ids": input_type_ids}, False)
+        return {name: outputs[name] for name in ("pooled_output", "sequence_output", "default")}
+
+    def signatures(self):
+        return {"serving_default": self.serving_default.get_concrete_function()}
+
+
+def build_encoder_module(config, weights, dtype="float32", with_mlm=None, source="weights"):
+    """The exportable encoder object for a config and {original name: array} weights."""
+    encoder, mlm_head = build_keras_models(config, weights, dtype, with_mlm, source)
+    return EncoderModule(encoder, mlm_head)
+
+
+def save_module(module, export_dir):
+    """Writes `module` with its signatures as a SavedModel; returns `export_dir`."""
+    tf.saved_model.save(module, export_dir, signatures=module.signatures())
+    return export_dir
+
+
+def export_encoder(export_dir, config, weights, dtype="float32", with_mlm=None, source="weights"):
+    """Writes the TF Hub-style encoder SavedModel of `config` and `weights` to `export_dir`.
+
+    See the module docstring for what the SavedModel offers. Returns `export_dir`.
+    """
+    module = build_encoder_module(config, weights, dtype, with_mlm, source)
+    if module._mlm_head is None:
+        logger.info("no masked LM head weights: the export has no .mlm")
+    return save_module(module, export_dir)
+
+
+def export_encoder_from_model_dir(model_dir, export_dir, dtype="float32", with_mlm=None):
+    """Exports the encoder of a model directory (see `export_encoder`)."""
+    config = model_dir_lib.read_config(model_dir)
+    model_dir_lib.read_vocab(model_dir, config)
+    weights = model_dir_lib.read_weights(model_dir)
+    return export_encoder(export_dir, config, weights, dtype, with_mlm,
+                          source=os.path.join(model_dir, model_dir_lib.WEIGHTS_NAME))
