@@ -12,7 +12,7 @@ the official metrics, and write
       eval_results.json                                    # metrics, training loss, options
       predictions/<split>/...                              # each task's official files
       logs/                                                # TensorBoard
-      checkpoints/latest.weights.h5                        # Keras weights after each epoch
+      checkpoints/        # while training: state after each epoch, to resume an interrupted run
 
 The same steps by hand, with any Keras workflow in between:
 
@@ -47,6 +47,7 @@ from bert_keras.task_models import TASK_PREFIX, save_task_model_dir, task_weight
 logger = logging.getLogger("bert_keras.finetuning")
 
 EVAL_RESULTS_NAME = "eval_results.json"
+CHECKPOINT_DIR = "checkpoints"
 
 
 # ------------------------------------------------------------------------------ optimizer
@@ -240,11 +241,10 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
                     opts.learning_rate)
         all_callbacks = [keras.callbacks.TerminateOnNaN()] + _tensorboard(output_dir)
         if save_checkpoints:
-            all_callbacks += [
-                keras.callbacks.BackupAndRestore(os.path.join(output_dir, "backup")),
-                keras.callbacks.ModelCheckpoint(
-                    os.path.join(output_dir, "checkpoints", "latest.weights.h5"),
-                    save_weights_only=True)]
+            # Weights, optimizer state and epoch after every epoch; a rerun with the same
+            # output_dir resumes from there. Removed once training has finished.
+            all_callbacks.append(keras.callbacks.BackupAndRestore(
+                os.path.join(output_dir, CHECKPOINT_DIR)))
         all_callbacks += list(callbacks or [])
         dataset = make_dataset(train, opts.train_batch_size, training=True, seed=seed,
                                drop_remainder=distribution.is_tpu_strategy(strategy))

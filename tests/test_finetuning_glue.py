@@ -1,11 +1,13 @@
 """End-to-end GLUE fine-tuning on tiny fixtures: the loss falls, the files have the official
 layout, the metrics agree with the written predictions, and bad input stops before training."""
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 
+import keras
 import numpy as np
 import pytest
 
@@ -34,7 +36,14 @@ def test_mrpc_trains_evaluates_and_writes_the_submission_layout(tmp_path):
     init = tiny_model_dir(tmp_path, [dev, test])
     out = str(tmp_path / "out")
 
-    result = run_finetuning("glue/mrpc", data, init, out, do_predict=True, **QUICK)
+    class SeeCheckpoints(keras.callbacks.Callback):
+        seen = []
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.seen.append(sorted(os.listdir(os.path.join(out, "checkpoints"))))
+
+    result = run_finetuning("glue/mrpc", data, init, out, do_predict=True,
+                            callbacks=[SeeCheckpoints()], **QUICK)
 
     loss = result.train_loss
     assert len(loss) == QUICK["num_train_epochs"]
@@ -78,8 +87,12 @@ def test_mrpc_trains_evaluates_and_writes_the_submission_layout(tmp_path):
     reloaded = np.asarray(model.predict(inputs, verbose=0)).argmax(-1)
     assert [str(label) for label in reloaded] == predicted
 
-    # TensorBoard logs (when TensorBoard is installed) and the epoch checkpoint.
-    assert os.path.exists(os.path.join(out, "checkpoints", "latest.weights.h5"))
+    # The state for resuming was written after every epoch, and removed at the end.
+    assert len(SeeCheckpoints.seen) == QUICK["num_train_epochs"]
+    assert "latest.weights.h5" in SeeCheckpoints.seen[-1]
+    assert not os.path.exists(os.path.join(out, "checkpoints"))
+    if importlib.util.find_spec("tensorboard"):
+        assert os.listdir(os.path.join(out, "logs", "train"))
 
 
 def test_stsb_is_regression_with_correlations(tmp_path):
