@@ -28,6 +28,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import signal
 import struct
 import sys
 import time
@@ -486,12 +487,28 @@ class _InProcess:
         pass
 
 
-def _executor(config, num_workers):
-    if num_workers == 1:
-        return _InProcess(config)
-    context = multiprocessing.get_context("spawn")  # TensorFlow does not survive fork
-    return futures.ProcessPoolExecutor(num_workers, mp_context=context,
-                                       initializer=_init_worker, initargs=(config, True))
+class _LazyExecutor:
+    """Starts the workers (and TensorFlow) only when the first task is submitted."""
+
+    def __init__(self, config, num_workers):
+        self.config = config
+        self.num_workers = num_workers
+        self.executor = None
+
+    def submit(self, function, *args):
+        if self.executor is None:
+            if self.num_workers == 1:
+                self.executor = _InProcess(self.config)
+            else:
+                context = multiprocessing.get_context("spawn")  # TensorFlow does not survive fork
+                self.executor = futures.ProcessPoolExecutor(
+                    self.num_workers, mp_context=context, initializer=_init_worker,
+                    initargs=(self.config, True))
+        return self.executor.submit(function, *args)
+
+    def shutdown(self):
+        if self.executor is not None:
+            self.executor.shutdown(cancel_futures=True)
 
 
 def _run_bounded(executor, calls, max_pending, on_result):
@@ -531,7 +548,8 @@ def _sum_stats(block_stats, corpus_stats, config, block_bytes, seconds):
         "documents_split_at_block_size": corpus_stats.get("split_documents", 0),
         "blocks": len(block_stats),
         "block_bytes": block_bytes,
-        "documents": totals.get("documents", 0),
+        "documents": corpus_stats.get("documents", 0),
+        "document_pieces": totals.get("documents", 0),
         "empty_documents_dropped": totals.get("empty_documents", 0),
         "one_sentence_documents": totals.get("one_sentence_documents", 0),
         "sentences": totals.get("sentences", 0),
@@ -587,6 +605,7 @@ def run(config):
     block_bytes = config.block_bytes or _auto_block_bytes(files)
     manifest = _manifest(config, files, block_bytes)
     shards = [shard_path(config, s) for s in range(config.num_output_shards)]
+    created_output_dir = not os.path.exists(config.output_dir)
     _prepare_output_dir(config, manifest)
     if os.path.exists(stats_path(config)) and all(os.path.exists(p) for p in shards):
         with open(stats_path(config), encoding="utf-8") as f:
@@ -598,28 +617,34 @@ def run(config):
     num_workers = config.num_workers or len(os.sched_getaffinity(0))
     total_bytes = sum(os.path.getsize(f) for f in files)
     progress = _Progress(config.progress)
-    executor = _executor(config, num_workers)
+    executor = _LazyExecutor(config, num_workers)
     try:
         block_stats, corpus_stats = _phase_blocks(config, executor, num_workers, block_bytes,
                                                   files, total_bytes, progress)
-        if sum(s["instances"] for s in block_stats) == 0:
-            _remove_outputs(config)
+        total_instances = sum(s["instances"] for s in block_stats)
+        if not block_stats or total_instances == 0:
+            _remove_outputs(config, created_output_dir)
             raise PipelineError(
                 f"the input ({len(files)} file(s), {total_bytes:,} bytes) holds no document "
                 "with any token: nothing to write")
         block_paths = [_block_path(config, i) for i in range(len(block_stats))]
         todo = [s for s in range(config.num_output_shards) if not os.path.exists(shards[s])]
-        total_instances = sum(s["instances"] for s in block_stats)
-        written = [0]
+        written = [0, 0]  # records, shards
+
+        crash_after = int(os.environ.get("BERT_KERAS_TEST_CRASH_AFTER_SHARDS", "0"))
 
         def merged(count):
             written[0] += count
+            written[1] += 1
             progress.update("shards", written[0] / total_instances, total_instances)
+            if crash_after and written[1] >= crash_after:
+                # For the resume test: die here as if killed (SIGKILL: no cleanup at all).
+                os.kill(os.getpid(), signal.SIGKILL)
 
         _run_bounded(executor, ((merge_shard, (s, block_paths)) for s in todo),
                      2 * num_workers, merged)
     finally:
-        executor.shutdown(cancel_futures=True)
+        executor.shutdown()
     stats = _sum_stats(block_stats, corpus_stats, config, block_bytes, time.time() - start)
     _write_atomic(stats_path(config), json.dumps(stats, indent=1).encode())
     _remove_work_dir(config)
@@ -673,8 +698,10 @@ def _remove_work_dir(config):
     shutil.rmtree(work_dir(config), ignore_errors=True)
 
 
-def _remove_outputs(config):
+def _remove_outputs(config, remove_output_dir):
     _remove_work_dir(config)
     for path in [manifest_path(config), stats_path(config)]:
         if os.path.exists(path):
             os.remove(path)
+    if remove_output_dir and not os.listdir(config.output_dir):
+        os.rmdir(config.output_dir)

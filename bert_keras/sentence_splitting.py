@@ -29,7 +29,8 @@ est ca c op ed eds jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k u.n 
 
 # Terminal punctuation, optional closing quotes/brackets, whitespace, then what may start a
 # sentence.
-_BOUNDARY = re.compile(r"""([.!?]+)(["'\u201d\u2019)\]]*)(\s+)(?=["'\u201c\u2018(\[]*[A-Z0-9\u00c0-\u00de])""")
+_BOUNDARY = re.compile(
+    r"""([.!?]+)(["'\u201d\u2019)\]]*)(\s+)(?=(?:["'\u201c\u2018(\[]\s?)*[A-Z0-9\u00c0-\u00de])""")
 _WORD_BEFORE = re.compile(r"""(\S+?)\s*$""")
 
 
