@@ -1,0 +1,182 @@
+"""Choosing a `tf.distribute.Strategy`: TPU first, then several GPUs, several workers, or one device.
+
+`resolve_strategy("auto")` picks, in this order:
+
+1. `TPUStrategy` when a TPU is reachable: a `tpu` address was given, or the environment names one
+   (`TPU_NAME`, `COLAB_TPU_ADDR`, `TPU_ACCELERATOR_TYPE`, or a TPU VM's `/dev/accel0` / `/dev/vfio`
+   devices; on Colab's TPU VM runtime the resolver address is "local");
+2. `MultiWorkerMirroredStrategy` when `TF_CONFIG` describes a cluster of more than one task;
+3. `MirroredStrategy` over all GPUs when there are two or more;
+4. otherwise TensorFlow's default strategy (one GPU, or the CPU).
+
+Everything the training step touches must be created under `strategy.scope()`.
+
+Example:
+
+>>> from bert_keras.distribution import resolve_strategy
+>>> strategy = resolve_strategy("cpu")
+>>> strategy.num_replicas_in_sync
+1
+"""
+
+import json
+import os
+
+from absl import logging
+
+STRATEGY_NAMES = ("auto", "tpu", "gpu", "multi_worker", "mirrored", "cpu")
+
+_TPU_ENVIRONMENT = ("TPU_NAME", "COLAB_TPU_ADDR", "TPU_ACCELERATOR_TYPE")
+_TPU_VM_DEVICES = ("/dev/accel0", "/dev/vfio/0")
+
+
+class StrategyError(ValueError):
+    """The requested strategy cannot be created on this machine."""
+
+
+def split_cpu(num_devices):
+    """Splits the physical CPU into `num_devices` logical devices ("/cpu:0", "/cpu:1", ...).
+
+    Must run before TensorFlow initializes its devices (before any op runs); used to exercise
+    `MirroredStrategy` without accelerators.
+    """
+    import tensorflow as tf
+    if num_devices <= 1:
+        return
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    try:
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(num_devices)])
+    except RuntimeError as error:
+        raise StrategyError(
+            f"cannot split the CPU into {num_devices} devices: TensorFlow is already initialized "
+            f"({error}); do it at the start of the program") from error
+
+
+def tpu_is_likely_reachable(environ=None, device_paths=_TPU_VM_DEVICES):
+    """Whether the environment names a TPU (no connection is attempted)."""
+    environ = os.environ if environ is None else environ
+    if any(environ.get(name) for name in _TPU_ENVIRONMENT):
+        return True
+    return any(os.path.exists(path) for path in device_paths)
+
+
+def tf_config_cluster_size(environ=None):
+    """Number of tasks in `TF_CONFIG`'s cluster (0 when unset); raises on malformed JSON."""
+    environ = os.environ if environ is None else environ
+    text = environ.get("TF_CONFIG")
+    if not text:
+        return 0
+    try:
+        cluster = json.loads(text).get("cluster", {})
+    except (json.JSONDecodeError, AttributeError) as error:
+        raise StrategyError(f"TF_CONFIG is not a JSON object with a 'cluster' ({error})") from error
+    return sum(len(tasks) for name, tasks in cluster.items() if name in ("chief", "worker"))
+
+
+def choose_strategy_kind(name, tpu=None, environ=None, num_gpus=0, tpu_reachable=None):
+    """The kind of strategy `resolve_strategy(name, tpu)` builds, without building it.
+
+    Returns one of "tpu", "multi_worker", "mirrored", "one_device_gpu", "default".
+    """
+    if name not in STRATEGY_NAMES:
+        raise StrategyError(f"unknown strategy {name!r}; use one of {STRATEGY_NAMES}")
+    if name == "tpu":
+        return "tpu"
+    if name == "multi_worker":
+        return "multi_worker"
+    if name == "mirrored":
+        return "mirrored"
+    if name == "gpu":
+        if num_gpus == 0:
+            raise StrategyError("--strategy=gpu but TensorFlow sees no GPU")
+        return "mirrored" if num_gpus > 1 else "one_device_gpu"
+    if name == "cpu":
+        return "default"
+    # auto
+    if tpu_reachable is None:
+        tpu_reachable = bool(tpu) or tpu_is_likely_reachable(environ)
+    if tpu_reachable:
+        return "tpu"
+    if tf_config_cluster_size(environ) > 1:
+        return "multi_worker"
+    if num_gpus > 1:
+        return "mirrored"
+    return "default"
+
+
+def _tpu_strategy(tpu):
+    import tensorflow as tf
+    # Colab's TPU runtime and every TPU VM reach the TPU as "local"; a TPU Node needs its
+    # name or grpc:// address.
+    address = tpu or os.environ.get("TPU_NAME") or os.environ.get("COLAB_TPU_ADDR")
+    if address and "://" not in address and ":" in address and address != "local":
+        address = f"grpc://{address}"
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=address or "local")
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def resolve_strategy(name="auto", tpu=None, devices=None):
+    """Builds the `tf.distribute.Strategy` for `--strategy` (see the module docstring).
+
+    Args:
+      name: one of `STRATEGY_NAMES`. "mirrored" mirrors over `devices`, or all GPUs, or all
+        logical CPUs when there is no GPU (see `split_cpu`); "cpu" is the default strategy with
+        GPUs ignored by the step placement.
+      tpu: TPU address for `TPUClusterResolver` ("local" on a TPU VM / Colab, a name, or
+        `grpc://host:port`).
+      devices: explicit device list for "mirrored".
+    """
+    import tensorflow as tf
+    gpus = tf.config.list_logical_devices("GPU")
+    kind = choose_strategy_kind(name, tpu=tpu, num_gpus=len(gpus))
+    if kind == "tpu":
+        try:
+            strategy = _tpu_strategy(tpu)
+        except Exception as error:  # the resolver raises several unrelated types
+            if name == "tpu":
+                raise StrategyError(f"cannot reach a TPU at {tpu or 'local'!r}: {error}") from error
+            logging.warning("no TPU reachable (%s); falling back to the devices at hand", error)
+            kind = choose_strategy_kind("auto", num_gpus=len(gpus), tpu_reachable=False)
+        else:
+            logging.info("TPUStrategy with %d cores", strategy.num_replicas_in_sync)
+            return strategy
+    if kind == "multi_worker":
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    elif kind == "mirrored":
+        if devices is None:
+            devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
+        strategy = tf.distribute.MirroredStrategy(devices)
+    elif kind == "one_device_gpu":
+        strategy = tf.distribute.OneDeviceStrategy(gpus[0].name)
+    else:
+        strategy = tf.distribute.get_strategy()
+    logging.info("%s with %d replica(s)", type(strategy).__name__, strategy.num_replicas_in_sync)
+    return strategy
+
+
+def is_tpu_strategy(strategy):
+    import tensorflow as tf
+    return isinstance(strategy, (tf.distribute.TPUStrategy,))
+
+
+def is_chief(strategy):
+    """Whether this task writes the shared outputs (always true outside multi-worker training)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not getattr(resolver, "task_type", None):
+        return True
+    task_type, task_id = resolver.task_type, resolver.task_id
+    return task_type == "chief" or (task_type == "worker" and task_id == 0
+                                     and "chief" not in resolver.cluster_spec().as_dict())
+
+
+def task_id(strategy):
+    resolver = getattr(strategy, "cluster_resolver", None)
+    return getattr(resolver, "task_id", 0) or 0
+
+
+__all__ = ["STRATEGY_NAMES", "StrategyError", "resolve_strategy", "choose_strategy_kind",
+           "split_cpu", "tpu_is_likely_reachable", "tf_config_cluster_size", "is_tpu_strategy",
+           "is_chief", "task_id"]

@@ -1,0 +1,298 @@
+"""BERT's optimization: Adam with decoupled weight decay (or LAMB), warm-up then linear decay.
+
+As in the paper and its released `optimization.py`:
+
+- learning rate `peak * step / warmup_steps` for `step < warmup_steps`, then
+  `peak * (1 - step / total_steps)` (the decay runs over all steps, warm-up included, and
+  reaches zero at `total_steps`);
+- Adam with beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-6 and *no bias correction* (the released
+  code has none), plus weight decay 0.01 added to the update, except for variables whose
+  original name contains "LayerNorm", "layer_norm" or "bias";
+- gradients clipped to a global norm of 1.0.
+
+LAMB (You et al., 2019) is the large-batch alternative: the same Adam direction with bias
+correction plus weight decay, scaled per variable by the trust ratio ||w|| / ||update||; the
+excluded variables get neither decay nor the ratio.
+
+The training step of `bert_keras.pretraining` sums the gradients over replicas itself (once,
+before clipping, so that clipping sees the global gradient); the optimizers here therefore skip
+Keras' own cross-replica sum.
+
+Example:
+
+>>> schedule = WarmupLinearDecay(1e-4, warmup_steps=10, total_steps=100)
+>>> [round(float(schedule(step)), 7) for step in (0, 5, 10, 55, 100)]
+[0.0, 5e-05, 9e-05, 4.5e-05, 0.0]
+"""
+
+import keras
+from keras import ops
+
+# Original names whose variables get no weight decay (and no LAMB trust ratio).
+NO_DECAY_NAME_PARTS = ("LayerNorm", "layer_norm", "bias")
+OPTIMIZER_NAMES = ("adamw", "lamb")
+MIXED_PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up from 0 to `peak_learning_rate`, then linear decay to 0 at `total_steps`.
+
+    `step` is the number of updates already applied (0 for the first update), as the optimizer's
+    `iterations`; past `total_steps` the rate stays 0.
+    """
+
+    def __init__(self, peak_learning_rate, warmup_steps, total_steps):
+        if total_steps <= 0:
+            raise ValueError(f"total_steps must be positive, got {total_steps}")
+        if not 0 <= warmup_steps <= total_steps:
+            raise ValueError(f"warmup_steps must be in [0, total_steps={total_steps}], got {warmup_steps}")
+        self.peak_learning_rate = float(peak_learning_rate)
+        self.warmup_steps = int(warmup_steps)
+        self.total_steps = int(total_steps)
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        decayed = self.peak_learning_rate * (1.0 - ops.minimum(step, self.total_steps) / self.total_steps)
+        if self.warmup_steps == 0:
+            return decayed
+        warmup = self.peak_learning_rate * step / self.warmup_steps
+        return ops.where(step < self.warmup_steps, warmup, decayed)
+
+    def get_config(self):
+        return {"peak_learning_rate": self.peak_learning_rate, "warmup_steps": self.warmup_steps,
+                "total_steps": self.total_steps}
+
+
+class _SummedGradients:
+    """Mix-in: gradients reach `apply` already summed over replicas (see the module docstring).
+
+    Keras' TensorFlow optimizer sums gradients over replicas inside `apply`, after clipping;
+    the pre-training step sums them first so that clipping and the loss-scale check see the global
+    gradient, and this turns the second sum off.
+    """
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        return list(grads_and_vars)
+
+
+def _slots(optimizer, var_list, names):
+    """One zero-initialized optimizer variable per (name, model variable)."""
+    return [[optimizer.add_variable_from_reference(variable, name=name) for variable in var_list]
+            for name in names]
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class AdamWeightDecay(_SummedGradients, keras.optimizers.Optimizer):
+    """Adam with decoupled weight decay as in BERT's released `AdamWeightDecayOptimizer`.
+
+        m = beta_1 m + (1 - beta_1) g;   v = beta_2 v + (1 - beta_2) g^2
+        w = w - lr (m / (sqrt(v) + epsilon) + weight_decay w)
+
+    Weight decay is applied by Keras' base optimizer (`w -= lr * weight_decay * w`) to every
+    variable not passed to `exclude_from_weight_decay`. With `bias_correction=True` this is
+    Keras' `AdamW` (Loshchilov & Hutter).
+    """
+
+    def __init__(self, learning_rate=1e-4, weight_decay=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+                 bias_correction=False, name="adam_weight_decay", **kwargs):
+        super().__init__(learning_rate=learning_rate, weight_decay=weight_decay, name=name, **kwargs)
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+        self.bias_correction = bias_correction
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        self._momentums, self._velocities = _slots(self, var_list, ("momentum", "velocity"))
+
+    def update_step(self, gradient, variable, learning_rate):
+        lr = ops.cast(learning_rate, variable.dtype)
+        gradient = ops.cast(gradient, variable.dtype)
+        index = self._get_variable_index(variable)
+        m, v = self._momentums[index], self._velocities[index]
+        self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1.0 - self.beta_1))
+        self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1.0 - self.beta_2))
+        m_hat, v_hat = m, v
+        if self.bias_correction:
+            step = ops.cast(self.iterations + 1, variable.dtype)
+            m_hat = ops.divide(m, 1.0 - ops.power(ops.cast(self.beta_1, variable.dtype), step))
+            v_hat = ops.divide(v, 1.0 - ops.power(ops.cast(self.beta_2, variable.dtype), step))
+        self.assign_sub(variable, ops.multiply(lr, ops.divide(m_hat, ops.add(ops.sqrt(v_hat), self.epsilon))))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon,
+                      bias_correction=self.bias_correction)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="bert_keras")
+class Lamb(_SummedGradients, keras.optimizers.Optimizer):
+    """LAMB: layer-wise adaptive moments for large batches (You et al., 2019, Algorithm 2).
+
+        r = m_hat / (sqrt(v_hat) + epsilon) + weight_decay w
+        w = w - lr * (||w|| / ||r||) * r
+
+    Variables passed to `exclude_from_weight_decay` get no decay and a trust ratio of 1, as
+    in the reference BERT-LAMB recipe. The ratio is 1 when either norm is 0.
+    """
+
+    def __init__(self, learning_rate=1e-3, weight_decay=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+                 name="lamb", **kwargs):
+        # The decay is part of the update here (it enters the trust ratio), so the base
+        # optimizer's decoupled decay stays off.
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        self.decay_rate = weight_decay
+        self.beta_1 = beta_1
+        self.beta_2 = beta_2
+        self.epsilon = epsilon
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        self._momentums, self._velocities = _slots(self, var_list, ("momentum", "velocity"))
+
+    def update_step(self, gradient, variable, learning_rate):
+        dtype = variable.dtype
+        lr = ops.cast(learning_rate, dtype)
+        gradient = ops.cast(gradient, dtype)
+        index = self._get_variable_index(variable)
+        m, v = self._momentums[index], self._velocities[index]
+        self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1.0 - self.beta_1))
+        self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1.0 - self.beta_2))
+        step = ops.cast(self.iterations + 1, dtype)
+        m_hat = ops.divide(m, 1.0 - ops.power(ops.cast(self.beta_1, dtype), step))
+        v_hat = ops.divide(v, 1.0 - ops.power(ops.cast(self.beta_2, dtype), step))
+        update = ops.divide(m_hat, ops.add(ops.sqrt(v_hat), self.epsilon))
+        if self._use_weight_decay(variable):
+            if self.decay_rate:
+                update = ops.add(update, ops.multiply(ops.cast(self.decay_rate, dtype), variable))
+            w_norm = ops.sqrt(ops.sum(ops.square(variable)))
+            u_norm = ops.sqrt(ops.sum(ops.square(update)))
+            ratio = ops.where(ops.logical_and(w_norm > 0, u_norm > 0),
+                              w_norm / ops.maximum(u_norm, 1e-30), 1.0)
+            update = ops.multiply(ratio, update)
+        self.assign_sub(variable, ops.multiply(lr, update))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(weight_decay=self.decay_rate, beta_1=self.beta_1, beta_2=self.beta_2,
+                      epsilon=self.epsilon)
+        return config
+
+
+def no_decay_variables(variable_map):
+    """The variables of {original name: variable} that get no weight decay (LayerNorm, biases)."""
+    return [variable for name, variable in variable_map.items()
+            if any(part in name for part in NO_DECAY_NAME_PARTS)]
+
+
+def create_optimizer(variable_map, learning_rate, num_train_steps, num_warmup_steps,
+                     optimizer="adamw", weight_decay=0.01, epsilon=1e-6, clip_norm=1.0,
+                     mixed_precision="float32", bias_correction=False):
+    """The pre-training optimizer, built for the variables of `variable_map`.
+
+    Call under the strategy's scope.
+
+    Args:
+      variable_map: {original BERT name: variable}, e.g. `pretraining_weight_map(model)`; the
+        names decide which variables get weight decay.
+      learning_rate: the peak learning rate.
+      num_train_steps, num_warmup_steps: the schedule, see `WarmupLinearDecay`.
+      optimizer: "adamw" (the paper's) or "lamb".
+      clip_norm: global-norm clipping of the (replica-summed) gradient; 0 turns it off.
+      mixed_precision: with "mixed_float16" the optimizer is wrapped in Keras'
+        `LossScaleOptimizer` (dynamic loss scaling); the training step must multiply the loss by
+        `optimizer.scale_loss`.
+
+    Returns:
+      A built Keras optimizer whose `apply(grads)` expects gradients already summed over replicas.
+    """
+    if optimizer not in OPTIMIZER_NAMES:
+        raise ValueError(f"unknown optimizer {optimizer!r}; use one of {OPTIMIZER_NAMES}")
+    if mixed_precision not in MIXED_PRECISION_POLICIES:
+        raise ValueError(f"unknown mixed_precision {mixed_precision!r}; use one of {MIXED_PRECISION_POLICIES}")
+    schedule = WarmupLinearDecay(learning_rate, num_warmup_steps, num_train_steps)
+    clip = {"global_clipnorm": clip_norm} if clip_norm else {}
+    if optimizer == "adamw":
+        inner = AdamWeightDecay(schedule, weight_decay=weight_decay, epsilon=epsilon,
+                                bias_correction=bias_correction, **clip)
+    else:
+        inner = Lamb(schedule, weight_decay=weight_decay, epsilon=epsilon, **clip)
+    inner.exclude_from_weight_decay(var_list=no_decay_variables(variable_map))
+    variables = [variable for variable in variable_map.values() if variable.trainable]
+    result = inner
+    if mixed_precision == "mixed_float16":
+        result = keras.optimizers.LossScaleOptimizer(inner)
+    result.build(variables)
+    return result
+
+
+def inner_optimizer(optimizer):
+    """The optimizer under a `LossScaleOptimizer`, or `optimizer` itself."""
+    return getattr(optimizer, "inner_optimizer", optimizer)
+
+
+def current_learning_rate(optimizer):
+    inner = inner_optimizer(optimizer)
+    return inner.learning_rate
+
+
+def accumulate_gradients(compute_loss, batch, variables, num_micro_batches=1, jit_compile=False):
+    """Gradients of `compute_loss` summed over equal slices of `batch`, one slice at a time.
+
+    Lets a batch too large for the device's memory be processed as `num_micro_batches` smaller
+    ones: only one slice's activations exist at a time. `compute_loss` must normalize by the
+    whole batch (e.g. divide by the batch's total MLM weight, computed beforehand), so that the
+    summed gradient equals the gradient of the whole batch.
+
+    Args:
+      compute_loss: fn(micro_batch) -> (loss scalar to differentiate, {name: scalar} to sum).
+      batch: dict of tensors [batch, ...], batch divisible by `num_micro_batches`.
+      variables: the trainable variables.
+      jit_compile: compile each micro-batch's forward and backward pass with XLA (GPUs; TPUs
+        compile everything anyway, and on CPUs it is usually slower).
+    Returns:
+      (list of gradients, {name: summed scalar}).
+    """
+    import tensorflow as tf
+
+    def grads_of(micro_batch):
+        with tf.GradientTape() as tape:
+            loss, stats = compute_loss(micro_batch)
+        grads = tape.gradient(loss, variables)
+        grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
+                 for g, v in zip(grads, variables)]
+        return grads, stats
+
+    if jit_compile:
+        grads_of = tf.function(grads_of, jit_compile=True)
+    if num_micro_batches == 1:
+        return grads_of(batch)
+
+    def split(tensor):
+        # [batch, ...] -> [num_micro_batches, batch / num_micro_batches, ...]
+        shape = tf.shape(tensor)
+        micro = shape[0] // num_micro_batches
+        return tf.reshape(tensor, tf.concat([[num_micro_batches, micro], shape[1:]], 0))
+
+    slices = {name: split(tensor) for name, tensor in batch.items()}
+    first_grads, first_stats = grads_of({name: tensor[0] for name, tensor in slices.items()})
+
+    def body(index, grads, stats):
+        more_grads, more_stats = grads_of({name: tf.gather(tensor, index) for name, tensor in slices.items()})
+        return (index + 1, [a + b for a, b in zip(grads, more_grads)],
+                {name: stats[name] + more_stats[name] for name in stats})
+
+    _, grads, stats = tf.while_loop(lambda index, *_: index < num_micro_batches, body,
+                                    (tf.constant(1), first_grads, first_stats))
+    return grads, stats
+
+
+__all__ = ["WarmupLinearDecay", "AdamWeightDecay", "Lamb", "create_optimizer", "no_decay_variables",
+           "accumulate_gradients", "inner_optimizer", "current_learning_rate",
+           "NO_DECAY_NAME_PARTS", "OPTIMIZER_NAMES", "MIXED_PRECISION_POLICIES"]

@@ -1,0 +1,110 @@
+"""Pre-training losses and metrics: masked LM (weighted by `masked_lm_weights`) and next sentence.
+
+Everything is computed as *sums* (loss sum, weight sum, correct predictions), so that replicas,
+micro-batches and steps can be added up exactly and divided once:
+
+    masked_lm_loss = sum(w * cross_entropy) / sum(w)        over the global batch
+    next_sentence_loss = sum(cross_entropy) / batch_size
+    loss = masked_lm_loss + next_sentence_loss              (the paper's objective)
+
+The released code divides the MLM sum by `sum(w) + 1e-5` per core; here the denominator is the
+global batch's weight, which makes one step independent of how the batch is split.
+
+Example:
+
+>>> import numpy as np
+>>> logits = np.log(np.array([[[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]]], "float32"))
+>>> sums = masked_lm_sums(logits, np.array([[0, 1]]), np.array([[1.0, 1.0]], "float32"))
+>>> round(float(sums["masked_lm_loss_sum"]), 4), float(sums["masked_lm_correct"])
+(2.6593, 1.0)
+"""
+
+import tensorflow as tf
+
+SUM_NAMES = ("masked_lm_loss_sum", "masked_lm_weight_sum", "masked_lm_correct",
+             "next_sentence_loss_sum", "next_sentence_correct", "next_sentence_count")
+
+
+def masked_lm_sums(mlm_logits, masked_lm_ids, masked_lm_weights):
+    """Weighted sums of the masked LM predictions.
+
+    Args:
+      mlm_logits: float32 [batch, predictions, vocab_size].
+      masked_lm_ids: int [batch, predictions], the original tokens.
+      masked_lm_weights: float [batch, predictions], 1 for real predictions, 0 for padding.
+    Returns:
+      {"masked_lm_loss_sum", "masked_lm_weight_sum", "masked_lm_correct"}: float32 scalars.
+    """
+    logits = tf.cast(mlm_logits, tf.float32)
+    labels = tf.cast(masked_lm_ids, tf.int32)
+    weights = tf.cast(masked_lm_weights, tf.float32)
+    cross_entropy = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    # Padding slots carry weight 0; their (finite) cross entropy is multiplied away.
+    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels), tf.float32)
+    return {
+        "masked_lm_loss_sum": tf.reduce_sum(cross_entropy * weights),
+        "masked_lm_weight_sum": tf.reduce_sum(weights),
+        "masked_lm_correct": tf.reduce_sum(correct * weights),
+    }
+
+
+def next_sentence_sums(next_sentence_logits, next_sentence_labels):
+    """Sums of the next-sentence predictions.
+
+    Args:
+      next_sentence_logits: float32 [batch, 2].
+      next_sentence_labels: int [batch] or [batch, 1]; 0 = B follows A, 1 = B is random.
+    Returns:
+      {"next_sentence_loss_sum", "next_sentence_correct", "next_sentence_count"}: float32 scalars.
+    """
+    logits = tf.cast(next_sentence_logits, tf.float32)
+    labels = tf.reshape(tf.cast(next_sentence_labels, tf.int32), [-1])
+    cross_entropy = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels), tf.float32)
+    return {
+        "next_sentence_loss_sum": tf.reduce_sum(cross_entropy),
+        "next_sentence_correct": tf.reduce_sum(correct),
+        "next_sentence_count": tf.cast(tf.shape(labels)[0], tf.float32),
+    }
+
+
+def pretraining_sums(outputs, labels):
+    """All sums for a batch of model `outputs` and `labels`; NSP sums are 0 without an NSP head."""
+    sums = masked_lm_sums(outputs["mlm_logits"], labels["masked_lm_ids"], labels["masked_lm_weights"])
+    if "next_sentence_logits" in outputs:
+        sums.update(next_sentence_sums(outputs["next_sentence_logits"], labels["next_sentence_labels"]))
+    else:
+        sums.update({name: tf.constant(0.0) for name in SUM_NAMES if name.startswith("next_sentence")})
+    return sums
+
+
+def pretraining_loss(sums, masked_lm_denominator, next_sentence_denominator):
+    """The loss to minimize: MLM loss sum / MLM denominator + NSP loss sum / NSP denominator.
+
+    The denominators are those of the whole (global) batch, so that the losses of micro-batches
+    and replicas add up to the batch's loss. A denominator of 0 (no NSP head) drops the term.
+    """
+    mlm = tf.math.divide_no_nan(sums["masked_lm_loss_sum"], masked_lm_denominator)
+    nsp = tf.math.divide_no_nan(sums["next_sentence_loss_sum"], next_sentence_denominator)
+    return mlm + nsp
+
+
+def metrics_from_sums(sums):
+    """{"masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss", "next_sentence_accuracy",
+    "loss"} as Python floats from (accumulated) sums; NSP entries are absent without NSP."""
+    sums = {name: float(value) for name, value in sums.items()}
+    weight = sums.get("masked_lm_weight_sum", 0.0)
+    count = sums.get("next_sentence_count", 0.0)
+    metrics = {}
+    if weight > 0:
+        metrics["masked_lm_loss"] = sums["masked_lm_loss_sum"] / weight
+        metrics["masked_lm_accuracy"] = sums["masked_lm_correct"] / weight
+    if count > 0:
+        metrics["next_sentence_loss"] = sums["next_sentence_loss_sum"] / count
+        metrics["next_sentence_accuracy"] = sums["next_sentence_correct"] / count
+    metrics["loss"] = metrics.get("masked_lm_loss", 0.0) + metrics.get("next_sentence_loss", 0.0)
+    return metrics
+
+
+__all__ = ["SUM_NAMES", "masked_lm_sums", "next_sentence_sums", "pretraining_sums",
+           "pretraining_loss", "metrics_from_sums"]
