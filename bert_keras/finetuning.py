@@ -32,6 +32,7 @@ import json
 import logging
 import math
 import os
+import tempfile
 
 import keras
 import numpy as np
@@ -213,25 +214,30 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
     replicas = strategy.num_replicas_in_sync
     if jit_compile is None:
         jit_compile = _default_jit_compile()
+    # TPUs need static shapes: whole batches only.
+    full_batches = distribution.is_tpu_strategy(strategy)
+    steps_per_epoch = 0
+    if train is not None:
+        steps_per_epoch = (train.num_rows // opts.train_batch_size if full_batches
+                           else math.ceil(train.num_rows / opts.train_batch_size))
+        if steps_per_epoch == 0:
+            raise ValueError(f"{train.num_rows} training rows make no full batch of "
+                             f"{opts.train_batch_size}; lower train_batch_size")
+    num_train_steps = steps_per_epoch * epochs
+    num_warmup_steps = int(num_train_steps * opts.warmup_proportion)
+    # In multi-worker training every worker computes, only the chief writes the outputs.
+    write_dir = output_dir if distribution.is_chief(strategy) else tempfile.mkdtemp()
+
     with strategy.scope():
         model = task.build_model(load_encoder(init_model_dir, dtype=dtype), dtype=dtype)
         _load_head_weights(model, init_model_dir)
-        steps_per_epoch = 0
-        if train is not None:
-            if distribution.is_tpu_strategy(strategy):
-                steps_per_epoch = train.num_rows // opts.train_batch_size
-            else:
-                steps_per_epoch = math.ceil(train.num_rows / opts.train_batch_size)
-            if steps_per_epoch == 0:
-                raise ValueError(f"{train.num_rows} training rows make no full batch of "
-                                 f"{opts.train_batch_size}; lower train_batch_size")
-        num_train_steps = steps_per_epoch * epochs
-        num_warmup_steps = int(num_train_steps * opts.warmup_proportion)
-        model.compile(
-            optimizer=create_optimizer(model, opts.learning_rate, num_train_steps,
-                                       num_warmup_steps, opts.weight_decay, opts.clip_norm),
-            steps_per_execution=steps_per_execution, jit_compile=jit_compile,
-            **task.compile_args())
+        optimizer = create_optimizer(model, opts.learning_rate, num_train_steps,
+                                     num_warmup_steps, opts.weight_decay, opts.clip_norm)
+        if keras.dtype_policies.get(dtype or keras.config.dtype_policy()).name == "mixed_float16":
+            # Keras scales the loss only when the model-wide policy is float16, not the layers'.
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        model.compile(optimizer=optimizer, steps_per_execution=steps_per_execution,
+                      jit_compile=jit_compile, **task.compile_args())
 
     history = {}
     if train is not None:
@@ -239,15 +245,15 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
                     "%d warm-up, peak learning rate %g", task.name, train.num_rows,
                     opts.train_batch_size, replicas, epochs, num_train_steps, num_warmup_steps,
                     opts.learning_rate)
-        all_callbacks = [keras.callbacks.TerminateOnNaN()] + _tensorboard(output_dir)
+        all_callbacks = [keras.callbacks.TerminateOnNaN()] + _tensorboard(write_dir)
         if save_checkpoints:
             # Weights, optimizer state and epoch after every epoch; a rerun with the same
             # output_dir resumes from there. Removed once training has finished.
             all_callbacks.append(keras.callbacks.BackupAndRestore(
-                os.path.join(output_dir, CHECKPOINT_DIR)))
+                os.path.join(write_dir, CHECKPOINT_DIR)))
         all_callbacks += list(callbacks or [])
         dataset = make_dataset(train, opts.train_batch_size, training=True, seed=seed,
-                               drop_remainder=distribution.is_tpu_strategy(strategy))
+                               drop_remainder=full_batches)
         history = model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch,
                             callbacks=all_callbacks, verbose=verbose, shuffle=False).history
         if not np.all(np.isfinite(history.get("loss", [0.0]))):
@@ -257,13 +263,13 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
     metrics = {}
     for split, data in evaluations.items():
         outputs = predict(model, data.inputs, opts.eval_batch_size)
-        split_metrics = task.evaluate(data, outputs, split, output_dir)
+        split_metrics = task.evaluate(data, outputs, split, write_dir)
         if split_metrics is not None:
             metrics[split] = split_metrics
             logger.info("%s %s: %s", task.name, split, _summary(split_metrics))
 
     config = model_dir_lib.read_config(init_model_dir)
-    task_config = save_task_model_dir(model, output_dir, config, task.vocab, task.do_lower_case,
+    task_config = save_task_model_dir(model, write_dir, config, task.vocab, task.do_lower_case,
                                       task.task_config())
     results = {
         "task": task.name,
@@ -279,7 +285,7 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
                        [("train", train)] + list(evaluations.items())
                        if data is not None and data.notes},
     }
-    write_text_atomic(os.path.join(output_dir, EVAL_RESULTS_NAME),
+    write_text_atomic(os.path.join(write_dir, EVAL_RESULTS_NAME),
                       json.dumps(results, indent=2, sort_keys=True, default=_json_default) + "\n")
     return FinetuningResult(model, metrics, results["train"]["loss_per_epoch"], output_dir,
                             results)

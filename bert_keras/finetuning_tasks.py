@@ -310,7 +310,9 @@ class SquadFinetuning(FinetuningTask):
         dataset = _keep_questions(data.dataset, kept) if len(kept) < len(data.examples) \
             else data.dataset
         notes = [f"question {s.qas_id} left out: {s.reason}" for s in data.skipped] + data.warnings
-        return TaskData(inputs, labels, context=(examples, features, dataset), notes=notes)
+        # Training needs only the arrays; the features (large for SQuAD) are let go.
+        context = None if training else (examples, features, dataset)
+        return TaskData(inputs, labels, context=context, notes=notes)
 
     def build_model(self, encoder, dtype=None):
         return task_models.build_span_model(encoder, dtype=dtype)
@@ -454,7 +456,7 @@ class ConllFinetuning(FinetuningTask):
         arrays = conll.features_to_arrays(features)
         inputs = {name: arrays[name] for name in INPUT_NAMES}
         return TaskData(inputs, arrays["label_ids"], sample_weight=arrays["label_weights"],
-                        context=(sentences, features))
+                        context=None if training else (sentences, features))
 
     def build_model(self, encoder, dtype=None):
         return task_models.build_token_tagger(

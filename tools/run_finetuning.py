@@ -101,7 +101,7 @@ def main(argv):
             lstm_units=LSTM_UNITS.value, use_tfds=USE_TFDS.value,
             skip_malformed=SKIP_MALFORMED.value, max_train_examples=MAX_TRAIN_EXAMPLES.value,
             max_eval_examples=MAX_EVAL_EXAMPLES.value)
-    except (ValueError, OSError) as error:
+    except (ValueError, OSError, ImportError) as error:
         # Input problems (missing files, malformed rows, inconsistent model directories) are
         # all found before training starts; report them without a traceback.
         print(f"error: {error}", file=sys.stderr)
