@@ -23,7 +23,8 @@ The same steps by hand, with any Keras workflow in between:
 >>> steps = 3 * math.ceil(train.num_rows / 32)  # doctest: +SKIP
 >>> model.compile(optimizer=finetuning.create_optimizer(model, 2e-5, steps, steps // 10),
 ...               **task.compile_args())  # doctest: +SKIP
->>> model.fit(finetuning.make_dataset(train, 32, training=True), epochs=3)  # doctest: +SKIP
+>>> model.fit(finetuning.make_dataset(train, 32, training=True), epochs=3,
+...           steps_per_epoch=steps // 3)  # doctest: +SKIP
 """
 
 import dataclasses
@@ -40,7 +41,7 @@ import numpy as np
 from bert_keras import checkpoint_names, distribution, optimization
 from bert_keras import model_dir as model_dir_lib
 from bert_keras.config import write_text_atomic
-from bert_keras.encoder import load_encoder
+from bert_keras.encoder import build_encoder
 from bert_keras.finetuning_tasks import FinetuningOptions, get_task
 from bert_keras.tasks.common import DataFormatError
 from bert_keras.task_models import TASK_PREFIX, save_task_model_dir, task_weight_map
@@ -117,27 +118,36 @@ def predict(model, inputs, batch_size):
 # ---------------------------------------------------------------------------------- run
 @dataclasses.dataclass
 class FinetuningResult:
-    """What `run_finetuning` returns: the trained model, the metrics per evaluation split (as
-    in eval_results.json), the per-epoch training loss and the output directory."""
+    """What `run_finetuning` returns: the trained model, the contents of eval_results.json
+    (`results`) and the output directory."""
 
     model: object
-    metrics: dict
-    train_loss: list
-    output_dir: str
     results: dict
+    output_dir: str
+
+    @property
+    def metrics(self):
+        """{split: {metric: value}}."""
+        return self.results["metrics"]
+
+    @property
+    def train_loss(self):
+        """The mean training loss of each epoch."""
+        return self.results["train"]["loss_per_epoch"]
 
 
-def _load_head_weights(model, model_dir):
-    """Loads the head from a fine-tuned model directory when it has one (all or nothing)."""
+def _load_weights(model, model_dir):
+    """Loads the encoder from a model directory, and the head too when the directory has one
+    (a fine-tuned directory of the same task), each all or nothing."""
     arrays = model_dir_lib.read_weights(model_dir)
-    head = {name: variable for name, variable in task_weight_map(model).items()
-            if name.startswith(TASK_PREFIX)}
-    if any(name in arrays for name in head):
-        checkpoint_names.assign_weights(head, arrays,
-                                        source=f"{model_dir}/{model_dir_lib.WEIGHTS_NAME}")
+    variables = task_weight_map(model)
+    head = [name for name in variables if name.startswith(TASK_PREFIX)]
+    has_head = any(name in arrays for name in head)
+    checkpoint_names.assign_weights(variables, arrays,
+                                    source=f"{model_dir}/{model_dir_lib.WEIGHTS_NAME}",
+                                    allow_missing=() if has_head else head)
+    if has_head:
         logger.info("loaded the task head from %s", model_dir)
-        return True
-    return False
 
 
 def _tensorboard(output_dir):
@@ -228,9 +238,10 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
     # In multi-worker training every worker computes, only the chief writes the outputs.
     write_dir = output_dir if distribution.is_chief(strategy) else tempfile.mkdtemp()
 
+    config = model_dir_lib.read_config(init_model_dir)
     with strategy.scope():
-        model = task.build_model(load_encoder(init_model_dir, dtype=dtype), dtype=dtype)
-        _load_head_weights(model, init_model_dir)
+        model = task.build_model(build_encoder(config, dtype=dtype), dtype=dtype)
+        _load_weights(model, init_model_dir)
         optimizer = create_optimizer(model, opts.learning_rate, num_train_steps,
                                      num_warmup_steps, opts.weight_decay, opts.clip_norm)
         if keras.dtype_policies.get(dtype or keras.config.dtype_policy()).name == "mixed_float16":
@@ -268,7 +279,6 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
             metrics[split] = split_metrics
             logger.info("%s %s: %s", task.name, split, _summary(split_metrics))
 
-    config = model_dir_lib.read_config(init_model_dir)
     task_config = save_task_model_dir(model, write_dir, config, task.vocab, task.do_lower_case,
                                       task.task_config())
     results = {
@@ -287,8 +297,7 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
     }
     write_text_atomic(os.path.join(write_dir, EVAL_RESULTS_NAME),
                       json.dumps(results, indent=2, sort_keys=True, default=_json_default) + "\n")
-    return FinetuningResult(model, metrics, results["train"]["loss_per_epoch"], output_dir,
-                            results)
+    return FinetuningResult(model, results, output_dir)
 
 
 def _json_default(value):

@@ -27,7 +27,6 @@ Example:
 
 import dataclasses
 import io
-import json
 import logging
 import os
 
@@ -106,7 +105,9 @@ class TaskData:
 
     inputs: {input name: int32 array [N, ...]}; labels: array or {output name: array} (None for
     unlabelled test data); sample_weight: float32 array or None; context: whatever `evaluate`
-    needs to turn outputs back into predictions (examples, features, ...).
+    needs to turn outputs back into predictions (examples, features, ...; None for training
+    data); notes: problems in the input that did not stop the run (e.g. SQuAD training answers
+    left out), as messages.
     """
 
     inputs: dict
@@ -129,23 +130,20 @@ def _write_text(path, text):
     write_text_atomic(path, text)
 
 
-def _write_json(path, value):
-    _write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
-
-
 class FinetuningTask:
     """The common part of every task: vocabulary, tokenizer, options and defaults."""
 
     family = None
     eval_splits = ("dev",)
     predict_splits = ("test",)
-    head_kind = None
 
     def __init__(self, name, data_dir, model_dir, options=None):
         self.name = name
+        self.options = dataclasses.replace(options or FinetuningOptions())
+        if data_dir is None and not self.options.use_tfds:
+            raise ValueError(f"{name}: data_dir is required (the folder of the task's files)")
         self.data_dir = os.fspath(data_dir) if data_dir is not None else None
         self.model_dir = os.fspath(model_dir)
-        self.options = dataclasses.replace(options or FinetuningOptions())
         if self.options.feature_based:
             if self.family != "conll2003":
                 raise ValueError("feature_based is the paper's CoNLL-2003 experiment; use it "
@@ -199,10 +197,14 @@ class GlueFinetuning(FinetuningTask):
         self.spec = glue.get_task(name.split("/", 1)[1])
         self.eval_splits = self.spec.eval_splits
         self.predict_splits = tuple(s for s in self.spec.splits if s.startswith("test"))
-        self.head_kind = "regression" if self.spec.is_regression else "classification"
 
     def label_names(self):
         return glue.get_labels(self.spec.name)
+
+    def task_config(self):
+        config = super().task_config()
+        config["text_pair"] = self.spec.text_b is not None
+        return config
 
     def split_exists(self, split):
         if self.options.use_tfds:
@@ -275,7 +277,6 @@ class SquadFinetuning(FinetuningTask):
     task_config.json is set to the best-F1 one).
     """
 
-    head_kind = "span"
     predict_splits = ()
 
     def __init__(self, name, data_dir, model_dir, options=None):
@@ -378,7 +379,6 @@ class SwagFinetuning(FinetuningTask):
     """
 
     family = "swag"
-    head_kind = "multiple_choice"
     _FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}
 
     def path(self, split):
@@ -437,7 +437,6 @@ class ConllFinetuning(FinetuningTask):
 
     def __init__(self, name, data_dir, model_dir, options=None):
         super().__init__(name, data_dir, model_dir, options)
-        self.head_kind = "feature_based_bilstm" if self.options.feature_based else "token_tagging"
 
     def label_names(self):
         return list(conll.CONLL2003_LABELS)

@@ -80,6 +80,7 @@ def test_mrpc_trains_evaluates_and_writes_the_submission_layout(tmp_path):
     assert task_config["task"] == "glue/mrpc"
     assert task_config["label_names"] == ["0", "1"]
     assert task_config["head"] == "classification" and task_config["max_seq_length"] == 32
+    assert task_config["text_pair"] is True
     model, _ = task_models.load_task_model(out)
     arrays = glue.examples_to_arrays(glue.read_glue_examples("mrpc", data, "dev"), "mrpc")
     from bert_keras.finetuning_tasks import get_task
