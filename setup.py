@@ -23,6 +23,8 @@ setup(
         "absl-py",
         "numpy",
         "safetensors>=0.4",
+        # TensorFlow 2.21 no longer installs it; the TensorBoard callbacks and summaries need it.
+        "tensorboard",
     ],
     extras_require={
         "test": ["pytest", "nbclient", "nbformat", "ipykernel"],

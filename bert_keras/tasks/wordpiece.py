@@ -29,7 +29,7 @@ import unicodedata
 
 from bert_keras.vocab import Vocabulary
 
-MAX_INPUT_CHARS_PER_WORD = 100
+MAX_INPUT_CHARS_PER_WORD = 200  # the original BERT limit
 
 
 def _is_whitespace(char):
