@@ -195,10 +195,10 @@ def test_wordpiece_tokenizer_rules():
     # Lower-casing, accent stripping, punctuation split, CJK characters as words.
     assert tokenizer.tokenize("UnAffable, Café東京") == ["un", "##aff", "##able", ",", "cafe",
                                                         "東", "京"]
-    # A word with an unknown piece is [UNK] as a whole; so is a word over 100 characters.
+    # A word with an unknown piece is [UNK] as a whole; so is a word over 200 characters.
     assert tokenizer.tokenize("unx") == ["[UNK]"]
-    assert tokenizer.tokenize("a" + "b" * 100) == ["[UNK]"]
-    assert tokenizer.tokenize("a" + "b" * 98) == ["a"] + ["##b"] * 98
+    assert tokenizer.tokenize("a" + "b" * 200) == ["[UNK]"]
+    assert tokenizer.tokenize("a" + "b" * 199) == ["a"] + ["##b"] * 199
     assert tokenizer.tokenize_word("unaffable,") == [5, 6, 7, 9]
     cased = WordPieceTokenizer(vocab, do_lower_case=False)
     assert cased.tokenize("Cafe") == ["[UNK]"]
