@@ -124,7 +124,7 @@ def scan_record_files(files):
         # Each record takes its length plus 16 bytes of framing (length, two CRCs).
         return records.reduce((tf.constant(0, tf.int64), tf.constant(0, tf.int64)),
                               lambda state, record: (state[0] + 1,
-                                                     state[1] + tf.strings.length(record, tf.int64) + 16))
+                                                     state[1] + tf.cast(tf.strings.length(record), tf.int64) + 16))
 
     counts = tf.data.Dataset.from_tensor_slices(files).map(
         count, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
