@@ -584,7 +584,8 @@ class _Console:
         self.log_steps = log_steps
         self.last_logged = start
         self.progbar = None
-        if verbose and sys.stdout.isatty():
+        # A terminal or a notebook shows a live bar; logs get a line every `log_steps`.
+        if verbose and (sys.stdout.isatty() or "ipykernel" in sys.modules):
             self.progbar = keras.utils.Progbar(total, verbose=1, stateful_metrics=[
                 "loss", "mlm_acc", "nsp_acc", "examples/s", "tokens/s", "lr"])
             self.progbar.update(start)
@@ -615,6 +616,13 @@ def _state_for_inference(options, strategy, setup):
     state = build_training_state(setup.config, strategy, options, with_optimizer=False)
     checkpoints = os.path.join(options.output_dir, CHECKPOINTS_DIR)
     latest = tf.train.latest_checkpoint(checkpoints) if tf.io.gfile.exists(checkpoints) else None
+    run_path = os.path.join(checkpoints, RUN_FILE)
+    if latest and tf.io.gfile.exists(run_path):
+        with tf.io.gfile.GFile(run_path) as f:
+            saved = json.load(f).get("bert_config")
+        if saved != setup.config.to_dict():
+            raise PretrainingError(f"{latest} holds a model of another config "
+                                   f"({_describe_difference('bert_config', saved, setup.config.to_dict())})")
     weights_path = os.path.join(options.output_dir, model_dir_lib.WEIGHTS_NAME)
     if latest:
         state.checkpoint.restore(latest).expect_partial()  # the optimizer is not needed here

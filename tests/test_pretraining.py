@@ -155,7 +155,8 @@ def test_second_phase_continues_from_the_first_with_position_embeddings(corpus, 
 
 # ----------------------------------------------------------------------------------- ablations
 def test_no_nsp_trains_masked_lm_only(corpus, tmp_path):
-    metrics = train(make_options(corpus, tmp_path, next_sentence=False))
+    # With LAMB, to run that optimizer through a whole training loop too.
+    metrics = train(make_options(corpus, tmp_path, next_sentence=False, optimizer="lamb"))
     assert "next_sentence_accuracy" not in metrics and math.isfinite(metrics["loss"])
     weights = model_dir.read_weights(str(tmp_path))
     assert "cls/predictions/output_bias" in weights
@@ -248,6 +249,14 @@ def test_records_of_other_lengths_fail_before_training(corpus, tmp_path):
     assert not os.path.exists(os.path.join(tmp_path, "checkpoints"))
 
 
+def test_options_are_checked(corpus, tmp_path):
+    for bad, match in ((dict(num_train_steps=0), "num_train_steps"), (dict(num_warmup_steps=50), "num_warmup_steps"),
+                       (dict(init_model_dir=str(tmp_path)), "not both"), (dict(optimizer="sgd"), "optimizer"),
+                       (dict(train_batch_size=30, gradient_accumulation_steps=4), "multiple")):
+        with pytest.raises(ValueError, match=match):
+            train(make_options(corpus, tmp_path / "out", **bad))
+
+
 def test_vocab_of_another_size_is_refused(corpus, tmp_path):
     config_path = str(tmp_path / "bert_config.json")
     tiny_config(corpus, vocab_size=len(corpus.vocab) + 1).to_json_file(config_path)
@@ -265,6 +274,30 @@ def test_output_dir_of_another_config_is_not_overwritten(corpus, trained, tmp_pa
     after = {name: os.path.getmtime(os.path.join(dirpath, name))
              for dirpath, _, names in os.walk(output_dir) for name in names}
     assert before == after
+    with pytest.raises(PretrainingError, match="another config"):
+        evaluate(make_options(corpus, output_dir, mode="eval", config=tiny_config(corpus, num_hidden_layers=3)))
+
+
+def test_continues_from_converted_published_weights(tmp_path):
+    from model_fixtures import minilm_hf_dir
+    from bert_keras import convert
+    converted = str(tmp_path / "minilm")
+    convert.convert_hf_checkpoint(minilm_hf_dir(), converted)
+    config = model_dir.read_config(converted)
+    path = fx.write_feature_records(str(tmp_path / "random.tfrecord"),
+                                    fx.random_features(16, 32, 5, config.vocab_size))
+    options = PretrainingOptions(input_files=path, output_dir=str(tmp_path / "out"), init_model_dir=converted,
+                                 train_batch_size=8, max_seq_length=32, max_predictions_per_seq=5,
+                                 num_train_steps=2, num_warmup_steps=0, learning_rate=1e-7,
+                                 steps_per_execution=2, save_checkpoints_steps=2, strategy="cpu", verbose=0)
+    metrics = train(options)
+    assert math.isfinite(metrics["loss"])
+    published = model_dir.read_weights(converted)
+    continued = model_dir.read_weights(str(tmp_path / "out"))
+    for name in ("bert/encoder/layer_5/output/dense/kernel", "bert/embeddings/word_embeddings"):
+        np.testing.assert_allclose(continued[name], published[name], atol=1e-5)
+    # The checkpoint has no pre-training heads: they start fresh and are written out.
+    assert "cls/predictions/output_bias" in continued and "cls/predictions/output_bias" not in published
 
 
 def _corrupt_copy(corpus, directory):
