@@ -19,44 +19,82 @@ def _toy_data(size=64, seq=10, seed=0):
     return inputs, labels
 
 
+def _toy_texts(size=64, seed=0):
+    """Sentences; those of label 1 say "good" every other word."""
+    rng = np.random.default_rng(seed)
+    words = ["the", "movie", "was", "city", "bob", "alice", "play", "year", "world"]
+    texts, labels = [], []
+    for index in range(size):
+        sentence = list(rng.choice(words, size=8))
+        if index % 2:
+            sentence[::2] = ["good"] * 4
+        texts.append(" ".join(sentence).capitalize() + ".")
+        labels.append(index % 2)
+    return texts, np.asarray(labels, np.int32)
+
+
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
     from bert_keras.export import export_encoder_from_model_dir
+    from bert_keras.export.preprocessor_export import export_preprocessor_from_model_dir
 
     root = tmp_path_factory.mktemp("finetune_export")
     model_dir = str(root / "model")
     write_pretrained_dir(model_dir, word_vocab())
     export_encoder_from_model_dir(model_dir, str(root / "encoder"))
-    return {"root": root, "model_dir": model_dir, "encoder": str(root / "encoder")}
+    export_preprocessor_from_model_dir(model_dir, str(root / "preprocessor"), seq_length=16)
+    return {"root": root, "model_dir": model_dir, "encoder": str(root / "encoder"),
+            "preprocessor": str(root / "preprocessor")}
 
 
-def test_classifier_from_export_trains_its_encoder(exports):
+def test_classifier_from_export_trains_on_text_through_the_exported_preprocessor(exports):
     import keras
+    import tensorflow as tf
 
-    from bert_keras.export.savedmodel_layer import build_classifier_from_export
+    from bert_keras.export.savedmodel_layer import (build_classifier_from_export,
+                                                    preprocess_dataset)
 
     keras.utils.set_random_seed(0)
-    model = build_classifier_from_export(exports["encoder"], num_classes=2, dropout_rate=0.1)
+    texts, labels = _toy_texts()
+    dataset = preprocess_dataset(tf.data.Dataset.from_tensor_slices((texts, labels)),
+                                 exports["preprocessor"]).batch(16)
+    features, _ = next(iter(dataset))
+    assert features["input_word_ids"].shape == (16, 16)
+    model = build_classifier_from_export(exports["encoder"], num_classes=2, seq_length=16)
     encoder = model.encoder_layer
     # The encoder's weights (the masked LM head of the export is not used by these endpoints).
     assert len(encoder.trainable_weights) == 5 + 2 * 16 + 2
     before = [w.numpy().copy() for w in encoder.trainable_weights]
-    inputs, labels = _toy_data()
     model.compile(keras.optimizers.Adam(3e-3),
                   keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    history = model.fit(inputs, labels, batch_size=16, epochs=5, verbose=0, shuffle=False)
+    history = model.fit(dataset, epochs=5, verbose=0)
     losses = history.history["loss"]
     assert losses[-1] < losses[0] - 0.05, losses
     changed = [np.abs(w.numpy() - b).max() for w, b in zip(encoder.trainable_weights, before)]
     assert min(changed) > 0, "every encoder weight receives a gradient"
-    # The layer wraps the SavedModel's own variables: the loaded object sees the new values.
-    loaded_values = {v.name: v.numpy() for v in encoder._reloaded_obj.trainable_variables}
-    assert any(np.array_equal(w.numpy(), value) for w in encoder.trainable_weights
-               for value in loaded_values.values())
+    # The layer wraps the SavedModel's own variables: the loaded object holds the new values.
+    loaded_values = [v.numpy() for v in encoder._reloaded_obj.trainable_variables]
+    assert any(np.array_equal(encoder.trainable_weights[0].numpy(), value)
+               for value in loaded_values)
     # Inference is deterministic (no dropout), training is not.
-    first = encoder(inputs, training=False)["pooled_output"].numpy()
-    np.testing.assert_array_equal(first, encoder(inputs, training=False)["pooled_output"].numpy())
-    assert np.abs(encoder(inputs, training=True)["pooled_output"].numpy() - first).max() > 1e-3
+    first = encoder(features, training=False)["pooled_output"].numpy()
+    np.testing.assert_array_equal(first, encoder(features, training=False)["pooled_output"].numpy())
+    assert np.abs(encoder(features, training=True)["pooled_output"].numpy() - first).max() > 1e-3
+
+
+def test_preprocess_dataset_pairs_and_batched_text(exports):
+    import tensorflow as tf
+
+    from bert_keras.export.savedmodel_layer import preprocess_dataset
+
+    pairs = tf.data.Dataset.from_tensor_slices(((["bob lives", "who"], ["in paris", "alice"]),
+                                                [0, 1]))
+    features, label = next(iter(preprocess_dataset(pairs, exports["preprocessor"], seq_length=8)))
+    assert features["input_word_ids"].shape == (8,) and int(label) == 0
+    assert features["input_type_ids"].numpy().tolist() == [0, 0, 0, 0, 1, 1, 1, 0]
+    batched = tf.data.Dataset.from_tensor_slices((["a b", "c"], [0, 1])).batch(2)
+    features, _ = next(iter(preprocess_dataset(batched, exports["preprocessor"])))
+    assert features["input_mask"].shape == (2, 16)
 
 
 def test_frozen_encoder_keeps_its_weights(exports):

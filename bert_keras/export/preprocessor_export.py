@@ -1,11 +1,44 @@
 """Exports the BERT preprocessor as a TF Hub-style SavedModel ("BERT preprocessor" API).
 
-(Work in progress: the packing part waits for `bert_keras.packing`.)
+What a consumer finds after `import tensorflow_text` and `obj = tf.saved_model.load(export_dir)`:
+
+- `obj(strings)`: string [batch] -> dict of int32 [batch, seq_length] `input_word_ids`,
+  `input_mask`, `input_type_ids` (one segment, [CLS] text [SEP], cut to seq_length - 2
+  wordpieces, padded).
+- `obj.tokenize(strings)`: int32 RaggedTensor [batch, (words), (wordpieces)], the ids of the
+  original BERT `FullTokenizer` (`bert_keras.tokenizer.BertTokenizer`).
+  `obj.tokenize.get_special_tokens_dict()`: int32 scalars `padding_id`, `unknown_id`,
+  `start_of_sequence_id`, `end_of_segment_id`, `mask_id`, `vocab_size`.
+  `obj.tokenize.id_to_token(ids)`: int32 [n] -> string [n], through the vocabulary asset.
+- `obj.bert_pack_inputs(segments, seq_length=N)`: `segments` is a list of one or two int32
+  RaggedTensors [batch, (words), (wordpieces)] or [batch, (wordpieces)]; returns the dict of
+  the three int32 [batch, N] inputs, `[CLS] A [SEP] (B [SEP])`, type ids 0 for A and 1 for B.
+  A pair too long loses wordpieces from the end of the currently longer segment (the second
+  when equal), the original `_truncate_seq_pair`, as fine-tuning packs them. `seq_length`
+  defaults to the export's; traced for 1 and 2 segments of ragged rank 1 and 2.
+- `obj.vocab_file` (a SavedModel asset, copied with the directory), `obj.seq_length`,
+  `obj.do_lower_case` (variables), `obj.signatures["serving_default"]` (input `text`).
+
+Example:
+
+>>> export_preprocessor_from_model_dir("models/minilm", "exports/preprocessor")  # doctest: +SKIP
+>>> import tensorflow as tf, tensorflow_text  # doctest: +SKIP
+>>> preprocessor = tf.saved_model.load("exports/preprocessor")  # doctest: +SKIP
+>>> tokens = [preprocessor.tokenize(tf.constant(["Who?"])),
+...           preprocessor.tokenize(tf.constant(["Bob."]))]  # doctest: +SKIP
+>>> preprocessor.bert_pack_inputs(tokens, seq_length=16)["input_type_ids"]  # doctest: +SKIP
 """
+
+import os
 
 import tensorflow as tf
 
 from bert_keras import model_dir as model_dir_lib
+from bert_keras.export.encoder_export import _Exportable
+
+DEFAULT_SEQ_LENGTH = 128
+SPECIAL_TOKEN_NAMES = ("padding_id", "unknown_id", "start_of_sequence_id", "end_of_segment_id",
+                       "mask_id")
 
 
 def build_tokenizer(model_dir):
@@ -14,3 +47,207 @@ def build_tokenizer(model_dir):
 
     return BertTokenizer(model_dir_lib.vocab_path(model_dir),
                          lower_case=model_dir_lib.read_do_lower_case(model_dir))
+
+
+# ------------------------------------------------------------------------------- packing
+def truncated_pair_lengths(length_a, length_b, budget):
+    """Lengths after the original `_truncate_seq_pair` (pop from the longer, B on ties).
+
+    All int32 [batch]. While the total exceeds `budget` the longer text loses its last
+    wordpiece; once both are equal they alternate, B first, so the result is
+    (ceil(budget / 2), floor(budget / 2)) when both stay longer than half the budget.
+    """
+    total = length_a + length_b
+    shorter = tf.minimum(length_a, length_b)
+    fits_by_cutting_longer = budget - shorter >= shorter
+    a_cut = tf.where(length_a > length_b, budget - length_b, length_a)
+    b_cut = tf.where(length_a > length_b, length_b, budget - length_a)
+    new_a = tf.where(fits_by_cutting_longer, a_cut, (budget + 1) // 2)
+    new_b = tf.where(fits_by_cutting_longer, b_cut, budget // 2)
+    over = total > budget
+    return tf.where(over, new_a, length_a), tf.where(over, new_b, length_b)
+
+
+def first_n(ragged, lengths):
+    """Keeps the first `lengths[i]` values of row i of a ragged [batch, (n)]."""
+    positions = tf.ragged.range(ragged.row_lengths(), dtype=tf.int64)
+    return tf.ragged.boolean_mask(ragged, positions < tf.cast(lengths, tf.int64)[:, None])
+
+
+def _column(value, rows):
+    return tf.RaggedTensor.from_tensor(tf.fill([rows, 1], tf.cast(value, tf.int32)))
+
+
+def dense_inputs(parts, seq_length, pad_id):
+    """The three int32 [rows, seq_length] inputs from (ragged ids [rows, (n)], type id) parts.
+
+    The parts are concatenated in order; `seq_length` may be a Python int (static shape) or
+    a scalar tensor. The rows must already fit.
+    """
+    ids = tf.concat([tf.cast(part, tf.int32) for part, _ in parts], axis=1)
+    types = tf.concat([tf.ones_like(tf.cast(part, tf.int32)) * type_id for part, type_id in parts],
+                      axis=1)
+
+    def pad(ragged, value):
+        dense = ragged.to_tensor(default_value=value)
+        dense = tf.pad(dense, [[0, 0], [0, seq_length - tf.shape(dense)[1]]],
+                       constant_values=value)
+        if isinstance(seq_length, int):
+            dense.set_shape([None, seq_length])
+        return dense
+
+    return {"input_word_ids": pad(ids, pad_id), "input_mask": pad(tf.ones_like(ids), 0),
+            "input_type_ids": pad(types, 0)}
+
+
+def pack_segments(segments, seq_length, cls_id, sep_id, pad_id):
+    """`[CLS] A [SEP] (B [SEP])` from one or two int ragged [batch, (n)] (see the module doc).
+
+    Returns the dict of the three int32 [batch, seq_length] encoder inputs.
+    """
+    rows = tf.shape(segments[0].row_lengths())[0]
+    if len(segments) == 1:
+        a = first_n(segments[0], tf.fill([rows], tf.maximum(seq_length - 2, 0)))
+        parts = [(_column(cls_id, rows), 0), (a, 0), (_column(sep_id, rows), 0)]
+    elif len(segments) == 2:
+        length_a, length_b = truncated_pair_lengths(
+            tf.cast(segments[0].row_lengths(), tf.int32),
+            tf.cast(segments[1].row_lengths(), tf.int32), tf.maximum(seq_length - 3, 0))
+        a, b = first_n(segments[0], length_a), first_n(segments[1], length_b)
+        parts = [(_column(cls_id, rows), 0), (a, 0), (_column(sep_id, rows), 0), (b, 1),
+                 (_column(sep_id, rows), 1)]
+    else:
+        raise ValueError(f"bert_pack_inputs takes one or two segments, got {len(segments)}")
+    return dense_inputs(parts, seq_length, pad_id)
+
+
+def _flat_segment(segment):
+    """int32 ragged [batch, (wordpieces)] from [batch, (words), (wordpieces)] or itself."""
+    if not isinstance(segment, tf.RaggedTensor):
+        segment = tf.RaggedTensor.from_tensor(segment)
+    if segment.ragged_rank == 2:
+        segment = segment.merge_dims(1, 2)
+    return tf.cast(segment, tf.int32)
+
+
+# -------------------------------------------------------------------------------- module
+class TokenizeModule(_Exportable):
+    """`preprocessor.tokenize`: the tokenizer with the TF Hub names."""
+
+    def __init__(self, tokenizer, special_ids, vocab_size, vocab_asset):
+        super().__init__()
+        self.tokenizer = tokenizer
+        self.vocab_file = vocab_asset
+        self._special = dict(special_ids, vocab_size=vocab_size)
+        # A table read from the asset at load time: it works only if the asset is found.
+        initializer = tf.lookup.TextFileInitializer(
+            vocab_asset, tf.int64, tf.lookup.TextFileIndex.LINE_NUMBER, tf.string,
+            tf.lookup.TextFileIndex.WHOLE_LINE)
+        self._id_to_token_table = tf.lookup.StaticHashTable(initializer, default_value="")
+        self.__call__.get_concrete_function()
+        self.get_special_tokens_dict.get_concrete_function()
+        self.id_to_token.get_concrete_function()
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+    def __call__(self, strings):
+        return tf.cast(self.tokenizer.tokenize(strings), tf.int32)
+
+    @tf.function(input_signature=[], autograph=False)
+    def get_special_tokens_dict(self):
+        return {name: tf.constant(value, tf.int32) for name, value in self._special.items()}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.int32)], autograph=False)
+    def id_to_token(self, ids):
+        return self._id_to_token_table.lookup(tf.cast(ids, tf.int64))
+
+
+class PackInputsModule(_Exportable):
+    """`preprocessor.bert_pack_inputs`: one or two segments, ragged rank 1 or 2."""
+
+    def __init__(self, special_ids, seq_length):
+        super().__init__()
+        self._cls = special_ids["start_of_sequence_id"]
+        self._sep = special_ids["end_of_segment_id"]
+        self._pad = special_ids["padding_id"]
+        self._default_seq_length = seq_length
+        # tensorflow/hub#747: trace every form a caller may pass, so reloading never retraces.
+        for ragged_rank in (1, 2):
+            for num_segments in (1, 2):
+                spec = tf.RaggedTensorSpec([None] * (ragged_rank + 1), tf.int32,
+                                           ragged_rank=ragged_rank)
+                self.__call__.get_concrete_function(
+                    [spec] * num_segments, seq_length=tf.TensorSpec([], tf.int32))
+                self.__call__.get_concrete_function([spec] * num_segments)  # the default
+
+    @tf.function(autograph=False)
+    def __call__(self, inputs, seq_length=None):
+        if seq_length is None:
+            seq_length = self._default_seq_length
+        segments = [_flat_segment(segment) for segment in tf.nest.flatten(inputs)]
+        checks = [tf.debugging.assert_greater_equal(
+            seq_length, len(segments) + 1,
+            message=f"seq_length must leave room for [CLS] and {len(segments)} [SEP]")]
+        with tf.control_dependencies(checks):
+            seq_length = tf.identity(seq_length)
+        return pack_segments(segments, seq_length, self._cls, self._sep, self._pad)
+
+
+class PreprocessorModule(_Exportable):
+    """The object written by `export_preprocessor`, callable in memory as after loading.
+
+    Args:
+      tokenizer: a `bert_keras.tokenizer.BertTokenizer`.
+      vocab_file: the vocab.txt to copy into the SavedModel's assets.
+      seq_length: the length `__call__` packs to and `bert_pack_inputs`' default.
+    """
+
+    def __init__(self, tokenizer, vocab_file, seq_length=DEFAULT_SEQ_LENGTH):
+        super().__init__()
+        special_ids = {name: int(tokenizer.special_ids[name]) for name in SPECIAL_TOKEN_NAMES}
+        self._seq_length = int(seq_length)
+        if self._seq_length < 3:
+            raise ValueError(f"seq_length must be at least 3, got {seq_length}")
+        self.vocab_file = tf.saved_model.Asset(vocab_file)
+        self.tokenize = TokenizeModule(tokenizer, special_ids, int(tokenizer.vocab_size),
+                                       self.vocab_file)
+        self.bert_pack_inputs = PackInputsModule(special_ids, self._seq_length)
+        self.seq_length = tf.Variable(self._seq_length, trainable=False, name="seq_length")
+        self.do_lower_case = tf.Variable(bool(tokenizer.lower_case), trainable=False,
+                                         name="do_lower_case")
+        self.__call__.get_concrete_function()
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+    def __call__(self, strings):
+        segment = _flat_segment(self.tokenize(strings))
+        special = self.bert_pack_inputs
+        return pack_segments([segment], self._seq_length, special._cls, special._sep,
+                             special._pad)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")],
+                 autograph=False)
+    def serving_default(self, text):
+        return self.__call__(text)
+
+    def signatures(self):
+        return {"serving_default": self.serving_default.get_concrete_function()}
+
+
+def build_preprocessor_module(model_dir, seq_length=DEFAULT_SEQ_LENGTH, tokenizer=None):
+    """The exportable preprocessor of a model directory."""
+    config = model_dir_lib.read_config(model_dir)
+    model_dir_lib.read_vocab(model_dir, config)
+    tokenizer = tokenizer or build_tokenizer(model_dir)
+    return PreprocessorModule(tokenizer, os.path.abspath(model_dir_lib.vocab_path(model_dir)),
+                              seq_length)
+
+
+def export_preprocessor_from_model_dir(model_dir, export_dir, seq_length=DEFAULT_SEQ_LENGTH):
+    """Writes the TF Hub-style preprocessor SavedModel of a model directory; returns export_dir."""
+    module = build_preprocessor_module(model_dir, seq_length)
+    tf.saved_model.save(module, export_dir, signatures=module.signatures())
+    return export_dir
+
+
+__all__ = ["PreprocessorModule", "TokenizeModule", "PackInputsModule", "build_tokenizer",
+           "build_preprocessor_module", "export_preprocessor_from_model_dir", "pack_segments",
+           "truncated_pair_lengths", "DEFAULT_SEQ_LENGTH"]

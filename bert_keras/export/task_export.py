@@ -60,8 +60,8 @@ import os
 import tensorflow as tf
 
 from bert_keras import model_dir as model_dir_lib
-from bert_keras.encoder import INPUT_NAMES
 from bert_keras.export.encoder_export import _Exportable, dtype_policy
+from bert_keras.export.preprocessor_export import dense_inputs, first_n, pack_segments
 
 logger = logging.getLogger("bert_keras.export")
 
@@ -92,46 +92,8 @@ def char_offsets(text, byte_offsets):
     return tf.strings.length(prefixes, unit="UTF8_CHAR")
 
 
-def truncated_pair_lengths(length_a, length_b, budget):
-    """Lengths after the original `_truncate_seq_pair` (pop from the longer, B on ties).
-
-    All int32 [batch]. While the total exceeds `budget` the longer text loses its last
-    wordpiece; once both are equal they alternate, B first, so the result is
-    (ceil(budget / 2), floor(budget / 2)) when both stay longer than half the budget.
-    """
-    total = length_a + length_b
-    shorter = tf.minimum(length_a, length_b)
-    fits_by_cutting_longer = budget - shorter >= shorter
-    a_cut = tf.where(length_a > length_b, budget - length_b, length_a)
-    b_cut = tf.where(length_a > length_b, length_b, budget - length_a)
-    a_half = (budget + 1) // 2
-    b_half = budget // 2
-    new_a = tf.where(fits_by_cutting_longer, a_cut, a_half)
-    new_b = tf.where(fits_by_cutting_longer, b_cut, b_half)
-    over = total > budget
-    return tf.where(over, new_a, length_a), tf.where(over, new_b, length_b)
-
-
-def _first_n(ragged, lengths):
-    """Keeps the first `lengths[i]` values of row i of a ragged [batch, (n)]."""
-    positions = tf.ragged.range(ragged.row_lengths(), dtype=tf.int64)
-    return tf.ragged.boolean_mask(ragged, positions < tf.cast(lengths, tf.int64)[:, None])
-
-
-def _column(value, batch, dtype):
-    return tf.RaggedTensor.from_tensor(tf.fill([batch, 1], tf.cast(value, dtype)))
-
-
-def _windows_from_parts(parts, seq_length, pad_id):
-    """Dense int32 inputs from a list of (ragged ids [W, (n)], type id) parts, in order."""
-    ids = tf.concat([part for part, _ in parts], axis=1)
-    types = tf.concat([tf.ones_like(part) * type_id for part, type_id in parts], axis=1)
-    input_word_ids = ids.to_tensor(default_value=pad_id, shape=[None, seq_length])
-    input_mask = tf.ones_like(ids).to_tensor(default_value=0, shape=[None, seq_length])
-    input_type_ids = types.to_tensor(default_value=0, shape=[None, seq_length])
-    return {"input_word_ids": tf.cast(input_word_ids, tf.int32),
-            "input_mask": tf.cast(input_mask, tf.int32),
-            "input_type_ids": tf.cast(input_type_ids, tf.int32)}
+def _column(value, rows):
+    return tf.RaggedTensor.from_tensor(tf.fill([rows, 1], tf.cast(value, tf.int32)))
 
 
 # ---------------------------------------------------------------------------- task settings
@@ -258,22 +220,8 @@ class TaskModule(_Exportable):
         signature = [text_spec] + ([tf.TensorSpec([None], tf.string, name="text_b")] if pair else [])
 
         def encode(texts):
-            batch = tf.shape(texts[0])[0]
             segments = [self._tokenize(sanitize_utf8(text))[0].merge_dims(1, 2) for text in texts]
-            if len(segments) == 1:
-                a = _first_n(segments[0], tf.fill([batch], self._seq_length - 2))
-                parts = [(_column(self._cls, batch, tf.int32), 0), (a, 0),
-                         (_column(self._sep, batch, tf.int32), 0)]
-            else:
-                a, b = segments
-                length_a, length_b = truncated_pair_lengths(
-                    tf.cast(a.row_lengths(), tf.int32), tf.cast(b.row_lengths(), tf.int32),
-                    self._seq_length - 3)
-                a, b = _first_n(a, length_a), _first_n(b, length_b)
-                parts = [(_column(self._cls, batch, tf.int32), 0), (a, 0),
-                         (_column(self._sep, batch, tf.int32), 0), (b, 1),
-                         (_column(self._sep, batch, tf.int32), 1)]
-            return _windows_from_parts(parts, self._seq_length, self._pad)
+            return pack_segments(segments, self._seq_length, self._cls, self._sep, self._pad)
 
         def predict(*texts):
             logits = tf.cast(self._run_model(encode(texts)), tf.float32)  # [batch, labels]
@@ -320,7 +268,7 @@ class TaskModule(_Exportable):
         """The windows of every example and what post-processing needs about them."""
         seq = self._seq_length
         query = self._tokenize(question)[0].merge_dims(1, 2)
-        query = _first_n(query, tf.fill([tf.shape(question)[0]], self._max_query_length))
+        query = first_n(query, tf.fill([tf.shape(question)[0]], self._max_query_length))
         doc_ids, doc_starts, doc_ends = (t.merge_dims(1, 2) for t in self._tokenize(context))
         query_length = tf.cast(query.row_lengths(), tf.int32)  # [b]
         doc_length = tf.cast(doc_ids.row_lengths(), tf.int32)  # [b]
@@ -343,10 +291,10 @@ class TaskModule(_Exportable):
         window_doc = tf.gather(doc_ids.flat_values, flat_index)
         query_rows = tf.gather(query, example)  # [W, (q)]
         num = tf.shape(example)[0]
-        features = _windows_from_parts(
-            [(_column(self._cls, num, tf.int32), 0), (query_rows, 0),
-             (_column(self._sep, num, tf.int32), 0), (window_doc, 1),
-             (_column(self._sep, num, tf.int32), 1)], seq, self._pad)
+        features = dense_inputs(
+            [(_column(self._cls, num), 0), (query_rows, 0),
+             (_column(self._sep, num), 0), (window_doc, 1),
+             (_column(self._sep, num), 1)], seq, self._pad)
 
         # Position p of window w holds doc token j = start + p - offset for offset <= p < offset + len.
         offset = tf.gather(query_length, example) + 2  # [W]
@@ -484,7 +432,7 @@ class TaskModule(_Exportable):
         batch = tf.shape(ids.row_lengths())[0]
         words = ids.values  # [num_words, (wordpieces)], the words of all texts in order
         num_words = tf.shape(words.row_lengths())[0]
-        words = _first_n(words, tf.fill([num_words], budget))
+        words = first_n(words, tf.fill([num_words], budget))
         word_length = tf.cast(words.row_lengths(), tf.int32)
         word_text = tf.cast(ids.value_rowids(), tf.int32)  # the text of every word
         first_of_text = tf.not_equal(word_text, tf.concat([[-1], word_text[:-1]], 0))
@@ -523,9 +471,9 @@ class TaskModule(_Exportable):
         window_offset = tf.math.unsorted_segment_min(
             tf.where(keep_word, cumulative, tf.int32.max), window_of_word, num_windows)
         position = tf.where(keep_word, 1 + cumulative - tf.gather(window_offset, window_of_word), 0)
-        features = _windows_from_parts(
-            [(_column(self._cls, num_windows, tf.int32), 0), (window_pieces, 0),
-             (_column(self._sep, num_windows, tf.int32), 0)], self._seq_length, self._pad)
+        features = dense_inputs(
+            [(_column(self._cls, num_windows), 0), (window_pieces, 0),
+             (_column(self._sep, num_windows), 0)], self._seq_length, self._pad)
         return features, window_of_word, position, keep_word
 
     def _ner(self, text):
@@ -638,5 +586,4 @@ def export_task_from_model_dir(model_dir, export_dir, seq_length=None, dtype="fl
 
 
 __all__ = ["TaskModule", "TaskExportError", "build_task_module", "save_task_module",
-           "export_task_from_model_dir",
-           "truncated_pair_lengths", "sanitize_utf8", "char_offsets", "SERVING_KINDS"]
+           "export_task_from_model_dir", "sanitize_utf8", "char_offsets", "SERVING_KINDS"]
