@@ -118,6 +118,7 @@ def test_mlm_accuracy_rises_clearly_above_the_most_frequent_token(corpus, traine
     # NSP: the fixture's short chunks make "random next" the majority; the head must find it.
     assert after["next_sentence_accuracy"] > 0.6
     assert os.path.exists(os.path.join(trained.dir, "eval_results.txt"))
+    assert os.listdir(os.path.join(trained.dir, "logs", "train"))  # TensorBoard events
 
 
 def test_output_is_a_model_directory_with_both_heads(corpus, trained):
@@ -365,6 +366,23 @@ def test_resumed_pipeline_continues_the_record_stream(corpus):
                 np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
         for expected, got in zip(uninterrupted, again):
             np.testing.assert_array_equal(got["input_ids"], expected["input_ids"])
+
+
+def test_dynamic_masks_change_every_epoch(corpus, tmp_path):
+    path = fx.write_feature_records(str(tmp_path / "one_batch.tfrecord"), {
+        name: np.asarray(getattr(corpus.train_batch, name))[:16].reshape(16, -1)
+        for name in ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
+                     "masked_lm_weights", "next_sentence_labels")})
+    special = corpus.vocab.special_ids()
+    targets = pretraining_input.TargetOptions(dynamic_masking=True, vocab_size=len(corpus.vocab),
+                                              cls_id=special["start_of_sequence_id"],
+                                              sep_id=special["end_of_segment_id"], mask_id=special["mask_id"])
+    dataset = pretraining_input.make_dataset_fn([path], "masked", SEQ, PRED, 16, targets=targets,
+                                                shuffle=False)(None)
+    first, second = [{k: v.numpy() for k, v in batch.items()} for batch in dataset.take(2)]
+    np.testing.assert_array_equal(dynamic_masking.restore_masked_tokens(first).numpy(),
+                                  dynamic_masking.restore_masked_tokens(second).numpy())
+    assert not np.array_equal(first["masked_lm_positions"], second["masked_lm_positions"])
 
 
 def test_losses_match_numpy():
