@@ -7,7 +7,8 @@ ImportError before it runs anything else. It works in a temporary directory outs
 repository.
 
 The child code fills a dict `results` (NumPy arrays, strings, numbers, lists); it comes back
-to the test through a pickle file.
+to the test through a pickle file. The child has `np`, `tf` (tensorflow-text imported) and
+`graph_op_types(concrete_function)`.
 
 Example:
 
@@ -54,6 +55,15 @@ import tensorflow_text  # noqa: F401  (registers the tokenizer ops before any lo
 with open(_ARGS_PATH, "rb") as _f:
     globals().update(pickle.load(_f))
 results = {}
+
+
+def graph_op_types(concrete):
+    """Every op type in a concrete function's graph, its library functions included."""
+    graph_def = concrete.graph.as_graph_def()
+    types = {node.op for node in graph_def.node}
+    for function in graph_def.library.function:
+        types.update(node.op for node in function.node_def)
+    return sorted(types)
 '''
 
 _EPILOGUE = '''

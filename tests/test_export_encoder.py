@@ -91,6 +91,7 @@ results["signature_outputs"] = sorted(
     (name, spec.dtype.name, spec.shape.as_list()) for name, spec in signature.structured_outputs.items())
 results["signature_values"] = {k: v.numpy() for k, v in signature(**feed).items()}
 results["graph_dtypes"] = graph_dtypes(signature)
+results["op_types"] = graph_op_types(signature)
 if hasattr(obj, "mlm"):
     mlm = obj.mlm(dict(feed, masked_lm_positions=tf.constant(POSITIONS)), training=False)
     results["mlm_logits"] = mlm["mlm_logits"].numpy()
@@ -162,6 +163,7 @@ def test_tf_hub_names_and_dtypes(float32_results):
     np.testing.assert_allclose(r["signature_values"]["pooled_output"],
                                r["inference"]["pooled_output"], atol=1e-6)
     assert "bfloat16" not in r["graph_dtypes"]
+    assert not {"PyFunc", "EagerPyFunc", "PyFuncStateless"} & set(r["op_types"])
 
 
 def test_dropout_only_when_training(float32_results):

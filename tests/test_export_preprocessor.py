@@ -68,6 +68,7 @@ results["signature"] = (
            for k, s in signature.structured_input_signature[1].items()),
     sorted((k, s.dtype.name, s.shape.as_list()) for k, s in signature.structured_outputs.items()))
 results["signature_call"] = numpy_dict(signature(text=texts))
+results["op_types"] = graph_op_types(signature)
 results["bad"] = numpy_dict(obj(tf.constant(BAD)))
 results["bad_tokens"] = obj.tokenize(tf.constant(BAD)).to_list()
 results["bad_pair"] = numpy_dict(obj.bert_pack_inputs(
@@ -137,6 +138,7 @@ def test_tf_hub_names_special_ids_and_asset(exported, loaded):
     assert loaded["id_to_token"] == exported["vocab"][:8]
     assert loaded["assets"] == ["vocab.txt"]
     assert loaded["seq_length"] == SEQ and loaded["do_lower_case"] is True
+    assert not {"PyFunc", "EagerPyFunc", "PyFuncStateless"} & set(loaded["op_types"])
     assert loaded["signature"] == (
         [("text", "string", [None])],
         [(name, "int32", [None, SEQ]) for name in

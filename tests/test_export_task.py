@@ -108,6 +108,7 @@ for name in NAMES:
     results["load_seconds"][name] = time.perf_counter() - start
     SIGNATURES[name] = obj.signatures["serving_default"]
     signature = SIGNATURES[name]
+    results.setdefault("op_types", {})[name] = graph_op_types(signature)
     results["specs"][name] = (
         sorted((k, s.dtype.name) for k, s in signature.structured_input_signature[1].items()),
         sorted((k, s.dtype.name) for k, s in signature.structured_outputs.items()))
@@ -331,6 +332,10 @@ def test_signatures_have_named_inputs_and_fixed_dtypes(loaded):
         [("entity_end", "int32"), ("entity_label", "string"), ("entity_score", "float32"),
          ("entity_start", "int32"), ("entity_text", "string"), ("num_entities", "int32")])
     assert loaded["label_names"] == ["contradiction", "entailment", "neutral"]
+    # Serving-ready: no Python code in the graphs.
+    for name, types in loaded["op_types"].items():
+        assert not {"PyFunc", "EagerPyFunc", "PyFuncStateless"} & set(types), name
+        assert any("Wordpiece" in op for op in types), name  # the tokenizer is inside
 
 
 def _decoded(raw):
@@ -386,6 +391,17 @@ def test_long_context_uses_several_windows(exported):
     if out["has_answer"].numpy()[0]:
         assert out["answer_start"].numpy()[0] >= 0
     assert out["answer_text"].shape == (1,)
+
+
+def test_bfloat16_task_export_is_close_to_float32(exported):
+    from bert_keras.export.task_export import build_task_module
+
+    model_dir = str(exported["root"] / "classification_model")
+    module = build_task_module(model_dir, dtype="bfloat16")
+    got = _in_memory(module, text_a=CLASSIFY_A, text_b=CLASSIFY_B)
+    want = _in_memory(exported["modules"]["classification"], text_a=CLASSIFY_A, text_b=CLASSIFY_B)
+    assert got["probabilities"].dtype == np.float32
+    assert np.abs(got["probabilities"] - want["probabilities"]).max() < 0.05
 
 
 def test_unsupported_head_and_plain_directory_are_clear_errors(exported, tmp_path):
