@@ -37,7 +37,8 @@ def exports(tmp_path_factory):
     root = tmp_path_factory.mktemp("encoder_export")
     model_path = str(root / "model")
     write_pretrained_dir(model_path, tiny_vocab_tokens(64))
-    encoder_export.export_encoder_from_model_dir(model_path, str(root / "encoder"))
+    # The float32 export goes through the command line tool.
+    cli = _run_cli(model_path, root / "encoder")
 
     # A model "trained" under mixed_bfloat16: float32 master weights, bf16 compute.
     keras.utils.set_random_seed(3)
@@ -47,7 +48,7 @@ def exports(tmp_path_factory):
     encoder_export.export_encoder(str(root / "from_bf16"), config, bf16_weights)
     encoder_export.export_encoder(str(root / "bf16"), config, bf16_weights, dtype="bfloat16",
                                   with_mlm=False)
-    return {"root": root, "model_dir": model_path, "bf16_config": config,
+    return {"root": root, "model_dir": model_path, "bf16_config": config, "cli": cli,
             "bf16_weights": bf16_weights,
             "weights": model_dir.read_weights(model_path),
             "config": model_dir.read_config(model_path)}
@@ -68,37 +69,44 @@ def graph_dtypes(concrete):
     return sorted(dtypes)
 
 feed = {k: tf.constant(v) for k, v in INPUTS.items()}
-start = time.perf_counter()
-obj = tf.saved_model.load(EXPORT_DIR)
-results["load_seconds"] = time.perf_counter() - start
-out = obj(feed, training=False)
-results["default_call"] = {k: v.numpy() for k, v in obj(feed).items() if k != "encoder_outputs"}
-results["inference"] = {k: (v.numpy() if k != "encoder_outputs" else [x.numpy() for x in v])
-                        for k, v in out.items()}
-results["output_keys"] = sorted(out)
-results["output_dtypes"] = sorted({v.dtype.name for v in tf.nest.flatten(out)})
-t1 = obj(feed, training=True)["sequence_output"].numpy()
-t2 = obj(feed, training=True)["sequence_output"].numpy()
-results["training_pair"] = (t1, t2)
-results["num_variables"] = len(obj.variables)
-results["num_trainable"] = len(obj.trainable_variables)
-results["regularization_losses"] = len(obj.regularization_losses)
-signature = obj.signatures["serving_default"]
-results["signature_inputs"] = sorted(
-    (name, spec.dtype.name, spec.shape.as_list())
-    for name, spec in signature.structured_input_signature[1].items())
-results["signature_outputs"] = sorted(
-    (name, spec.dtype.name, spec.shape.as_list()) for name, spec in signature.structured_outputs.items())
-results["signature_values"] = {k: v.numpy() for k, v in signature(**feed).items()}
-results["graph_dtypes"] = graph_dtypes(signature)
-results["op_types"] = graph_op_types(signature)
-if hasattr(obj, "mlm"):
-    mlm = obj.mlm(dict(feed, masked_lm_positions=tf.constant(POSITIONS)), training=False)
-    results["mlm_logits"] = mlm["mlm_logits"].numpy()
-    results["mlm_keys"] = sorted(mlm)
-    results["mlm_variables"] = len(obj.mlm.variables)
-serve = obj.serve(feed)
-results["serve_pooled"] = serve["pooled_output"].numpy()
+
+def describe(path):
+    r = {}
+    start = time.perf_counter()
+    obj = tf.saved_model.load(path)
+    r["load_seconds"] = time.perf_counter() - start
+    out = obj(feed, training=False)
+    r["default_call"] = {k: v.numpy() for k, v in obj(feed).items() if k != "encoder_outputs"}
+    r["inference"] = {k: (v.numpy() if k != "encoder_outputs" else [x.numpy() for x in v])
+                            for k, v in out.items()}
+    r["output_keys"] = sorted(out)
+    r["output_dtypes"] = sorted({v.dtype.name for v in tf.nest.flatten(out)})
+    t1 = obj(feed, training=True)["sequence_output"].numpy()
+    t2 = obj(feed, training=True)["sequence_output"].numpy()
+    r["training_pair"] = (t1, t2)
+    r["num_variables"] = len(obj.variables)
+    r["num_trainable"] = len(obj.trainable_variables)
+    r["regularization_losses"] = len(obj.regularization_losses)
+    signature = obj.signatures["serving_default"]
+    r["signature_inputs"] = sorted(
+        (name, spec.dtype.name, spec.shape.as_list())
+        for name, spec in signature.structured_input_signature[1].items())
+    r["signature_outputs"] = sorted(
+        (name, spec.dtype.name, spec.shape.as_list()) for name, spec in signature.structured_outputs.items())
+    r["signature_values"] = {k: v.numpy() for k, v in signature(**feed).items()}
+    r["graph_dtypes"] = graph_dtypes(signature)
+    r["op_types"] = graph_op_types(signature)
+    if hasattr(obj, "mlm"):
+        mlm = obj.mlm(dict(feed, masked_lm_positions=tf.constant(POSITIONS)), training=False)
+        r["mlm_logits"] = mlm["mlm_logits"].numpy()
+        r["mlm_keys"] = sorted(mlm)
+        r["mlm_variables"] = len(obj.mlm.variables)
+    serve = obj.serve(feed)
+    r["serve_pooled"] = serve["pooled_output"].numpy()
+    return r
+
+for name, path in EXPORT_DIRS.items():
+    results[name] = describe(path)
 '''
 
 
@@ -114,10 +122,18 @@ def _reference(config, weights, inputs, positions, dtype=None):
 
 
 @pytest.fixture(scope="module")
-def float32_results(exports):
+def loaded(exports):
+    """One fresh process loads the three exports."""
     inputs, positions = _inputs()
-    return run_fresh(_CHILD, EXPORT_DIR=str(exports["root"] / "encoder"), INPUTS=inputs,
-                     POSITIONS=positions)
+    root = exports["root"]
+    return run_fresh(_CHILD, INPUTS=inputs, POSITIONS=positions,
+                     EXPORT_DIRS={name: str(root / name) for name in
+                                  ("encoder", "from_bf16", "bf16")})
+
+
+@pytest.fixture(scope="module")
+def float32_results(loaded):
+    return loaded["encoder"]
 
 
 def test_encoder_matches_in_memory_model_and_numpy_bert(exports, float32_results):
@@ -173,47 +189,41 @@ def test_dropout_only_when_training(float32_results):
     assert np.abs(first - second).max() > 1e-2
 
 
-def test_mixed_bfloat16_model_exports_exact_float32_and_optional_bfloat16(exports):
+def test_mixed_bfloat16_model_exports_exact_float32_and_optional_bfloat16(exports, loaded):
     inputs, positions = _inputs()
     expected, _ = _reference(exports["bf16_config"], exports["bf16_weights"], inputs, positions)
-    results = run_fresh(_CHILD + '''
-results["bf16"] = {}
-obj16 = tf.saved_model.load(BF16_DIR)
-out16 = obj16(feed)
-results["bf16"]["pooled_output"] = out16["pooled_output"].numpy()
-results["bf16"]["sequence_output"] = out16["sequence_output"].numpy()
-results["bf16"]["dtypes"] = sorted({v.dtype.name for v in tf.nest.flatten(out16)})
-results["bf16"]["graph_dtypes"] = graph_dtypes(obj16.signatures["serving_default"])
-results["bf16"]["has_mlm"] = hasattr(obj16, "mlm")
-''', EXPORT_DIR=str(exports["root"] / "from_bf16"), BF16_DIR=str(exports["root"] / "bf16"),
-                        INPUTS=inputs, POSITIONS=positions)
+    results = loaded["from_bf16"]
     for name in ("pooled_output", "sequence_output"):
         assert np.abs(results["inference"][name] - expected[name]).max() <= 1e-5
     assert "bfloat16" not in results["graph_dtypes"]
-    bf16 = results["bf16"]
-    assert bf16["dtypes"] == ["float32"]
+    bf16 = loaded["bf16"]
+    assert bf16["output_dtypes"] == ["float32"]
     assert "bfloat16" in bf16["graph_dtypes"]
-    assert not bf16["has_mlm"]
-    assert np.abs(bf16["sequence_output"] - expected["sequence_output"]).max() < 0.1
-    assert np.abs(bf16["pooled_output"] - expected["pooled_output"]).max() < 0.05
+    assert "mlm_logits" not in bf16
+    got = bf16["inference"]
+    assert np.abs(got["sequence_output"] - expected["sequence_output"]).max() < 0.1
+    assert np.abs(got["pooled_output"] - expected["pooled_output"]).max() < 0.05
 
 
-def test_cli_exports_encoder(exports, tmp_path):
+def _run_cli(model_dir, export_dir):
     import subprocess
     import sys
 
     from export_helpers import REPO_ROOT
 
-    out = tmp_path / "cli_encoder"
-    process = subprocess.run(
+    return subprocess.run(
         [sys.executable, os.path.join(REPO_ROOT, "tools", "export_savedmodel.py"),
-         f"--model_dir={exports['model_dir']}", f"--export_dir={out}", "--kind=encoder"],
+         f"--model_dir={model_dir}", f"--export_dir={export_dir}", "--kind=encoder"],
         capture_output=True, text=True, timeout=300,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+
+
+def test_cli_exports_encoder(exports):
+    process = exports["cli"]
     assert process.returncode == 0, process.stderr[-3000:]
-    assert (out / "saved_model.pb").exists()
-    assert (out / "variables").is_dir()
-    assert "wrote" in process.stdout
+    out = exports["root"] / "encoder"
+    assert (out / "saved_model.pb").exists() and (out / "variables").is_dir()
+    assert "wrote encoder SavedModel" in process.stdout
 
 
 def test_unknown_dtype_is_a_clear_error(exports):
