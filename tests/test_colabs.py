@@ -1,0 +1,275 @@
+"""The Colab notebooks of colabs/, executed end to end in their smoke-test mode on the CPU.
+
+Each notebook runs in a fresh `python3` kernel (nbclient) in a temporary working directory with
+BERT_KERAS_SMOKE=1 (tiny model, a few steps, bundled data, no network), and must finish
+without an error. Its `summary.json` and output files are then checked against figures the
+test computes itself: record counts from the TFRecord framing, GLUE accuracy and F1 from the
+written predictions and labels, SQuAD exact match and F1 from the official definitions.
+"""
+
+import collections
+import csv
+import importlib.util
+import json
+import math
+import os
+import re
+import string
+import struct
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+COLABS_DIR = os.path.join(REPO_DIR, "colabs")
+CELL_TIMEOUT_SECONDS = 300
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def _make_notebooks():
+    spec = importlib.util.spec_from_file_location(
+        "make_notebooks", os.path.join(COLABS_DIR, "make_notebooks.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def execute_notebook(name, working_dir, monkeypatch, parameters=None):
+    """Runs colabs/<name>.ipynb in `working_dir`; `parameters` are assigned in a cell put right
+    after the one tagged "parameters" (what papermill does)."""
+    notebook = nbformat.read(os.path.join(COLABS_DIR, f"{name}.ipynb"), as_version=4)
+    if parameters:
+        index = next(i for i, cell in enumerate(notebook.cells)
+                     if "parameters" in cell.metadata.get("tags", []))
+        source = "\n".join(f"{key} = {value!r}" for key, value in parameters.items())
+        notebook.cells.insert(index + 1, nbformat.v4.new_code_cell(source))
+    monkeypatch.setenv("BERT_KERAS_SMOKE", "1")
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    client = nbclient.NotebookClient(
+        notebook, timeout=CELL_TIMEOUT_SECONDS, kernel_name="python3",
+        resources={"metadata": {"path": str(working_dir)}})
+    client.execute()
+    return notebook
+
+
+def printed_text(notebook):
+    return "".join(output.get("text", "") for cell in notebook.cells
+                   if cell.cell_type == "code" for output in cell.get("outputs", []))
+
+
+def count_tfrecords(path):
+    """Records in a TFRecord file, from its framing: length (8 bytes), CRC (4), data, CRC (4)."""
+    count = 0
+    with open(path, "rb") as f:
+        while True:
+            header = f.read(8)
+            if not header:
+                return count
+            (length,) = struct.unpack("<Q", header)
+            f.seek(4 + length + 4, os.SEEK_CUR)
+            count += 1
+
+
+def read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+# ------------------------------------------------------------------ the notebooks themselves
+def test_notebooks_match_their_sources_and_have_the_common_cells():
+    make_notebooks = _make_notebooks()
+    for name in make_notebooks.NOTEBOOKS:
+        path = make_notebooks.notebook_path(name)
+        with open(path, encoding="utf-8") as f:
+            committed = f.read()
+        assert committed == make_notebooks.render(make_notebooks.build_notebook(name)), (
+            f"{path} is out of date: run python colabs/make_notebooks.py")
+        notebook = nbformat.reads(committed, as_version=4)
+        code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+        assert code[0].metadata.get("tags") == ["install"], f"{name}: install cell first"
+        assert 'REPO_URL = "https://github.com/' in code[0].source
+        parameters = [cell for cell in code if "parameters" in cell.metadata.get("tags", [])]
+        assert len(parameters) == 1 and "SMOKE = False" in parameters[0].source, name
+        assert all(not cell.get("outputs") and cell.get("execution_count") is None
+                   for cell in code), f"{name}: committed with outputs"
+        assert notebook.metadata["kernelspec"]["name"] == "python3"
+
+
+def test_parse_cells_reports_bad_markers():
+    make_notebooks = _make_notebooks()
+    cells = make_notebooks.parse_cells(
+        '# %% [markdown]\n# # Title\n#\n# text\n\n# %% tags=["parameters"]\nA = 1\n\n# %%\nprint(A)\n')
+    assert cells == [("markdown", "# Title\n\ntext", []), ("code", "A = 1", ["parameters"]),
+                     ("code", "print(A)", [])]
+    with pytest.raises(ValueError, match="source:3: unknown cell marker"):
+        make_notebooks.parse_cells("# %%\nA = 1\n# %% [raw]\n")
+    with pytest.raises(ValueError, match="text before the first"):
+        make_notebooks.parse_cells("A = 1\n# %%\n")
+
+
+# ------------------------------------------------------------------------------ pre-training
+def test_pretraining_notebook_runs_every_stage(tmp_path, monkeypatch):
+    notebook = execute_notebook("pretraining_tpu", tmp_path, monkeypatch)
+    assert "smoke test" in printed_text(notebook)
+    work_dir = tmp_path / "bert_keras_work"
+    summary = read_json(work_dir / "summary.json")
+    assert summary["smoke"] is True and summary["accelerator"] == "CPU"
+
+    with open(work_dir / "vocab.txt", encoding="utf-8") as f:
+        vocab = [line.rstrip("\n") for line in f]
+    assert len(vocab) == summary["vocab_size"] and vocab[:5] == SPECIAL_TOKENS
+    assert len(set(vocab)) == len(vocab)
+
+    for split in ("train", "heldout"):
+        files = sorted((work_dir / "data" / split).glob("*.tfrecord"))
+        assert files, split
+        assert sum(count_tfrecords(path) for path in files) == summary["instances"][split]
+
+    model = work_dir / "model"
+    config = read_json(model / "bert_config.json")
+    assert (config["num_hidden_layers"], config["hidden_size"]) == (2, 128)  # "tiny"
+    assert config["vocab_size"] == len(vocab)
+    assert (model / "model.safetensors").stat().st_size > 4 * len(vocab) * 128
+
+    train, evaluation = summary["train"], summary["eval"]
+    assert train["step"] == evaluation["global_step"] > 0
+    # Evaluation reads every held-out record once (dropout off).
+    assert evaluation["examples"] == summary["instances"]["heldout"]
+    for name in ("masked_lm_accuracy", "next_sentence_accuracy"):
+        assert 0.0 <= evaluation[name] <= 1.0
+    for name in ("masked_lm_loss", "next_sentence_loss"):
+        assert math.isfinite(evaluation[name]) and evaluation[name] > 0
+    with open(model / "eval_results.txt", encoding="utf-8") as f:
+        written = dict(line.strip().split(" = ", 1) for line in f if " = " in line)
+    assert float(written["masked_lm_accuracy"]) == pytest.approx(evaluation["masked_lm_accuracy"])
+
+    for kind in ("preprocessor", "encoder"):
+        assert (work_dir / "export" / kind / "saved_model.pb").exists()
+    predictions = summary["masked_word_predictions"]
+    assert len(predictions) == 5  # the five demo sentences, one [MASK] each
+    for per_mask in predictions:
+        assert len(per_mask) == 1
+        candidates = per_mask[0]
+        probabilities = [p for _, p in candidates]
+        assert len(candidates) == 5 and all(token in vocab for token, _ in candidates)
+        assert probabilities == sorted(probabilities, reverse=True)
+        assert 0.0 < sum(probabilities) <= 1.0 + 1e-5
+
+
+# ---------------------------------------------------------------------------------- GLUE
+def test_glue_notebook_fine_tunes_exports_and_calls_the_classifier(tmp_path, monkeypatch):
+    execute_notebook("finetuning_glue", tmp_path, monkeypatch)
+    work_dir = tmp_path / "bert_keras_glue"
+    summary = read_json(work_dir / "summary.json")
+    assert summary["smoke"] is True and summary["task"] == "glue/mrpc"
+
+    # Accuracy and F1 from the written predictions and the dev labels, by hand.
+    with open(os.path.join(summary["data_dir"], "dev.tsv"), encoding="utf-8") as f:
+        rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    assert rows[0] == ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
+    labels = [row[0] for row in rows[1:]]
+    with open(work_dir / "run" / "predictions" / "dev" / "MRPC.tsv", encoding="utf-8") as f:
+        predicted_rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    assert predicted_rows[0] == ["index", "prediction"]
+    predicted = [row[1] for row in predicted_rows[1:]]
+    assert len(predicted) == len(labels) == 32
+    true_positive = sum(p == t == "1" for p, t in zip(predicted, labels))
+    false_positive = sum(p == "1" and t == "0" for p, t in zip(predicted, labels))
+    false_negative = sum(p == "0" and t == "1" for p, t in zip(predicted, labels))
+    f1 = (2 * true_positive / (2 * true_positive + false_positive + false_negative)
+          if true_positive else 0.0)
+    dev = summary["metrics"]["dev"]
+    assert dev["accuracy"] == pytest.approx(sum(p == t for p, t in zip(predicted, labels)) / 32)
+    assert dev["f1"] == pytest.approx(f1)
+    assert len(summary["train_loss"]) == 2 and all(map(math.isfinite, summary["train_loss"]))
+
+    task_config = read_json(work_dir / "run" / "task_config.json")
+    assert task_config["task"] == "glue/mrpc" and task_config["label_names"] == ["0", "1"]
+
+    exported = summary["exported"]
+    assert len(exported["probabilities"]) == 32
+    for row in exported["probabilities"]:
+        assert sum(row) == pytest.approx(1.0, abs=1e-5)
+    # The raw-text SavedModel labels each pair with its most probable label...
+    assert exported["label_names"] == [str(max(range(2), key=row.__getitem__))
+                                       for row in exported["probabilities"]]
+    # ... and computes what the Keras model computes (float32 on the CPU).
+    assert exported["largest_logit_difference"] < 1e-4
+    assert exported["same_label_fraction"] == 1.0
+    assert (work_dir / "export" / "classifier" / "saved_model.pb").exists()
+
+    from_export = summary["from_exported_encoder"]
+    assert len(from_export["loss_per_epoch"]) == 2
+    assert all(map(math.isfinite, from_export["loss_per_epoch"]))
+    assert from_export["dev_accuracy"] * 32 == pytest.approx(round(from_export["dev_accuracy"] * 32))
+
+
+# --------------------------------------------------------------------------------- SQuAD
+def normalize_answer(text):
+    """The official SQuAD scripts' normalization: lower case, no punctuation, no articles."""
+    text = "".join(c for c in text.lower() if c not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+def token_f1(prediction, gold, version):
+    """Token-overlap F1; v2.0 scores an empty answer against an empty gold as 1."""
+    prediction_tokens = normalize_answer(prediction).split()
+    gold_tokens = normalize_answer(gold).split()
+    if version == "v2.0" and (not prediction_tokens or not gold_tokens):
+        return float(prediction_tokens == gold_tokens)
+    common = sum((collections.Counter(prediction_tokens) & collections.Counter(gold_tokens)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(prediction_tokens), common / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+@pytest.mark.parametrize("version", ["v1.1", "v2.0"])
+def test_squad_notebook_fine_tunes_predicts_and_scores(tmp_path, monkeypatch, version):
+    execute_notebook("squad", tmp_path, monkeypatch, parameters={"SQUAD_VERSION": version})
+    work_dir = tmp_path / "bert_keras_squad"
+    summary = read_json(work_dir / "summary.json")
+    assert summary["smoke"] is True and summary["squad_version"] == version
+
+    dev = read_json(work_dir / "data" / f"dev-{version}.json")
+    assert dev["version"] == version.lstrip("v")
+    predictions = read_json(work_dir / "run" / "predictions" / "dev" / "predictions.json")
+    questions = [(qa, paragraph["context"]) for article in dev["data"]
+                 for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
+    assert {qa["id"] for qa, _ in questions} == set(predictions)
+    exact, f1 = [], []
+    for qa, context in questions:
+        golds = [a["text"] for a in qa["answers"]]
+        for answer in qa["answers"]:  # the generated answers point into their context
+            assert context[answer["answer_start"]:][:len(answer["text"])] == answer["text"]
+        if version == "v2.0" and not golds:
+            golds = [""]
+        prediction = predictions[qa["id"]]
+        exact.append(max(float(normalize_answer(prediction) == normalize_answer(g)) for g in golds))
+        f1.append(max(token_f1(prediction, g, version) for g in golds))
+    scores = summary["scores"]
+    exact_key = "exact_match" if version == "v1.1" else "exact"
+    assert scores[exact_key] == pytest.approx(100 * sum(exact) / len(exact))
+    assert scores["f1"] == pytest.approx(100 * sum(f1) / len(f1))
+    assert summary["reported_metrics"]["dev"][exact_key] == pytest.approx(scores[exact_key])
+
+    if version == "v2.0":
+        assert any(not qa["answers"] for qa, _ in questions)
+        null_odds = read_json(work_dir / "run" / "predictions" / "dev" / "null_odds.json")
+        assert set(null_odds) == set(predictions)
+        # predictions.json answers "" exactly where null_odds is above threshold 0.
+        for qid, odds in null_odds.items():
+            assert (predictions[qid] == "") == (odds > 0.0), qid
+        assert "best_f1_thresh" in summary["reported_metrics"]["dev"]
+
+    # The raw-text SavedModel gives the Python post-processing's answers.
+    assert summary["exported_same_answer_fraction"] == 1.0
+    assert summary["example"]["answer"] in (
+        "Homarus gammarus , known as the European lobster or common lobster , is a species "
+        "of clawed lobster from the eastern Atlantic Ocean , Mediterranean Sea and parts of "
+        "the Black Sea .")
+    assert (work_dir / "export" / "question_answering" / "saved_model.pb").exists()
