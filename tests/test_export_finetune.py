@@ -92,6 +92,8 @@ def test_preprocess_dataset_pairs_and_batched_text(exports):
     features, label = next(iter(preprocess_dataset(pairs, exports["preprocessor"], seq_length=8)))
     assert features["input_word_ids"].shape == (8,) and int(label) == 0
     assert features["input_type_ids"].numpy().tolist() == [0, 0, 0, 0, 1, 1, 1, 0]
+    features, _ = next(iter(preprocess_dataset(pairs, exports["preprocessor"])))
+    assert features["input_word_ids"].shape == (16,)  # the export's default length
     batched = tf.data.Dataset.from_tensor_slices((["a b", "c"], [0, 1])).batch(2)
     features, _ = next(iter(preprocess_dataset(batched, exports["preprocessor"])))
     assert features["input_mask"].shape == (2, 16)

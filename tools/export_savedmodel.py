@@ -12,6 +12,7 @@ for a fine-tuned directory with task_config.json). See docs/export.md.
 """
 
 import os
+import sys
 import time
 
 from absl import app, flags
@@ -27,6 +28,8 @@ SEQ_LENGTH = flags.DEFINE_integer("seq_length", None, "Preprocessor: the default
 DTYPE = flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16"], "Encoder and task: "
                           "float32 (exact, fast on any CPU) or bfloat16 (mixed_bfloat16 compute "
                           "for accelerators and AMX CPUs); outputs are float32 either way.")
+MAX_WINDOWS = flags.DEFINE_integer("max_windows", None, "Task (SQuAD, NER): read at most this "
+                                   "many windows of a text (default 32); the rest is ignored.")
 
 
 def main(argv):
@@ -34,8 +37,13 @@ def main(argv):
     from bert_keras.export import export_from_model_dir
 
     start = time.perf_counter()
-    export_from_model_dir(KIND.value, MODEL_DIR.value, EXPORT_DIR.value,
-                          seq_length=SEQ_LENGTH.value, dtype=DTYPE.value)
+    try:
+        export_from_model_dir(KIND.value, MODEL_DIR.value, EXPORT_DIR.value,
+                              seq_length=SEQ_LENGTH.value, dtype=DTYPE.value,
+                              max_windows=MAX_WINDOWS.value)
+    except ValueError as error:  # a bad model directory: ModelDirError, WeightsError, ...
+        print(f"export_savedmodel: error: {error}", file=sys.stderr)
+        sys.exit(1)
     size = sum(os.path.getsize(os.path.join(folder, name))
                for folder, _, names in os.walk(EXPORT_DIR.value) for name in names)
     print(f"wrote {KIND.value} SavedModel {EXPORT_DIR.value} ({size / 1e6:.1f} MB, "

@@ -15,12 +15,15 @@ from bert_keras.export.encoder_export import (
 KINDS = ("preprocessor", "encoder", "task")
 
 
-def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="float32"):
+def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="float32",
+                          max_windows=None):
     """Exports `model_dir` as a SavedModel of one kind ("preprocessor", "encoder" or "task").
 
     `seq_length`: the preprocessor's default packed length (128 when None) or the task model's
     window length (task_config.json's max_seq_length when None); unused by the encoder.
     `dtype`: "float32" or "bfloat16" for the encoder and task graphs.
+    `max_windows`: task models for SQuAD and NER read at most this many windows of a text
+    (default 32).
     """
     if kind == "encoder":
         return export_encoder_from_model_dir(model_dir, export_dir, dtype=dtype)
@@ -31,7 +34,7 @@ def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="f
     if kind == "task":
         from bert_keras.export.task_export import export_task_from_model_dir
         return export_task_from_model_dir(model_dir, export_dir, seq_length=seq_length,
-                                          dtype=dtype)
+                                          dtype=dtype, max_windows=max_windows)
     raise ValueError(f"unknown export kind {kind!r}; use one of {KINDS}")
 
 

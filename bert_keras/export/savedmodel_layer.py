@@ -5,7 +5,7 @@ when `trainable=True`. A TFSMLayer calls a single-argument endpoint and cannot p
 so the encoder export carries two: `serve` (inference, no dropout) and `call_training`
 (dropout on), which Keras picks according to the `training` flag of the call.
 
-One trap (Keras 3.15): TFSMLayer names its copies of the weights after the restored variables,
+One trap (Keras 3.15): TFSMLayer names its weights after the restored variables,
 `"embeddings/word_embeddings:0"` with only the "/" replaced, and the ":" then makes optimizers
 with slots (Adam, SGD with momentum) fail in `fit` with "... is not a valid scope name".
 `SavedModelLayer` below is TFSMLayer with clean weight names; copy its ten lines if you do
@@ -21,10 +21,11 @@ not want to depend on bert_keras:
     model = keras.Model(inputs, logits)
 
     preprocessor = tf.saved_model.load(preprocessor_dir)
-    train = dataset.map(lambda text, label: (preprocessor(text), label))  # tf.data, not Keras
+    # In tf.data, not in Keras; the preprocessor takes string vectors, so batch first.
+    train = dataset.batch(32).map(lambda text, label: (preprocessor(text), label))
     model.compile(keras.optimizers.Adam(2e-5),
                   keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    model.fit(train.batch(32), epochs=3)
+    model.fit(train, epochs=3)
 
 The preprocessor stays in `tf.data` (tokenization is not trainable and runs on the CPU next to
 the input pipeline). The functions here do exactly that and need nothing of bert_keras but this
@@ -101,6 +102,7 @@ def preprocess_dataset(dataset, preprocessor_dir, seq_length=None):
     import tensorflow_text  # noqa: F401  (the preprocessor holds tf-text ops)
 
     preprocessor = tf.saved_model.load(preprocessor_dir)
+    default_length = int(preprocessor.seq_length.numpy())
 
     def encode(texts, label):
         segments = texts if isinstance(texts, (tuple, list)) else (texts,)
@@ -111,7 +113,7 @@ def preprocess_dataset(dataset, preprocessor_dir, seq_length=None):
             features = preprocessor(segments[0])
         else:
             tokens = [preprocessor.tokenize(text) for text in segments]
-            length = seq_length or preprocessor.seq_length
+            length = seq_length or default_length
             features = preprocessor.bert_pack_inputs(tokens, seq_length=length)
         if scalar:
             features = {name: value[0] for name, value in features.items()}
