@@ -1,6 +1,7 @@
 # Installs bert_keras; on Colab's TPU runtime, TensorFlow's TPU build first (2-3 minutes there).
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 
@@ -16,6 +17,7 @@ OFFLINE = os.environ.get("BERT_KERAS_SMOKE") == "1"
 # Colab's TPU runtime is a TPU VM: the TPU chips are devices of this very machine.
 ON_TPU_VM = (any(os.path.exists(path) for path in ("/dev/accel0", "/dev/vfio/0"))
              or bool(os.environ.get("TPU_ACCELERATOR_TYPE")))
+ON_GPU = shutil.which("nvidia-smi") is not None
 
 
 def pip_install(*args):
@@ -38,5 +40,9 @@ else:
         pip_install("tensorflow==2.20.*")
         pip_install("tensorflow-tpu==2.20.*", "--find-links", LIBTPU_RELEASES)
         pip_install("tensorflow-text==2.20.*")
+    elif ON_GPU:
+        # The pip-packaged CUDA libraries of the TensorFlow version installed, whatever the
+        # runtime's own CUDA is.
+        pip_install("tensorflow[and-cuda]>=2.20,<2.22")
     pip_install(f"git+{REPO_URL}")
     print("installed bert_keras from", REPO_URL)

@@ -13,13 +13,14 @@
 # **Runtime.** *Runtime → Change runtime type → v2-8 TPU*. The notebook also runs on a GPU
 # runtime (T4) or on a plain CPU runtime, only slower; it finds out which one it has.
 #
-# **How long.** The install cell takes 2-3 minutes on the TPU runtime. With the default
+# **How long.** The install cell takes a few minutes on the TPU runtime. With the default
 # settings (BERT-mini on the bundled 370 KB WikiText-2 sample, 5,000 steps of 256 sequences)
-# the data takes about a minute; the training prints its speed (examples/s) after the first
-# steps, so you can see how long the rest will take. For scale: the paper's BERT-Base took
-# 4 days on 16 TPU chips; a v2-8 has 4 chips and a free Colab session lasts a few hours, so
-# here the models are small. A real model needs a real corpus (hundreds of MB of text or
-# more): point `CORPUS_FILES` at it.
+# making the records takes well under a minute; the training prints its speed (examples/s),
+# so the first log lines tell how long the rest will take. For scale: the paper's BERT-Base
+# took 4 days on 16 TPU chips, and a v2-8 has 4 chips while a free Colab session lasts a few
+# hours, so the models trained here are small ones. A useful model also needs a real corpus
+# (hundreds of MB of text or more): point `CORPUS_FILES` at it. The bundled sample is only
+# enough to see the losses fall.
 #
 # **Smoke test.** `SMOKE = True` (or the environment variable `BERT_KERAS_SMOKE=1`) runs
 # everything with a tiny model for 20 steps: about a minute on a 2-core CPU. The test suite
@@ -239,10 +240,10 @@ print({name: round(float(value), 4) for name, value in train_metrics.items()})
 # %% [markdown]
 # ## 4. Held-out accuracy
 #
-# Masked-LM and next-sentence accuracy on the held-out records, dropout off. On the bundled
-# sample a mini model reaches a masked-LM accuracy of a few tens of percent; a random
-# model gets about 1 / `VOCAB_SIZE`, and the next-sentence accuracy starts at the share of
-# the majority class.
+# Masked-LM and next-sentence accuracy on the held-out records, dropout off. A random model
+# gets next to 0 masked-LM accuracy. For scale, from the learning test of
+# `docs/pretraining.md` (a word vocabulary, 32-token sequences): always guessing the most
+# frequent token scored 0.19 on the bundled held-out text, a tiny model after 800 steps 0.21.
 
 # %%
 eval_options = dataclasses.replace(
