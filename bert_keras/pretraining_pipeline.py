@@ -86,20 +86,13 @@ def bert_tokenizer(vocab_file, do_lower_case):
 
     Returns a function giving (ids int32 [total], tokens per text int64 [n]).
     """
-    import tensorflow as tf
     from bert_keras.tokenizer import BertTokenizer
     tokenizer = BertTokenizer(vocab_file, lower_case=do_lower_case)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def tokenize(texts):
-        ids = tokenizer(texts)
-        if isinstance(ids, tf.RaggedTensor) and ids.ragged_rank > 1:
-            ids = ids.merge_dims(-2, -1)
-        return ids.flat_values, ids.row_lengths()
-
     def run(texts):
-        flat, lengths = tokenize(tf.constant(texts, tf.string))
-        return flat.numpy().astype(np.int32), lengths.numpy().astype(np.int64)
+        ids = tokenizer.tokenize_merged(texts)
+        return (ids.flat_values.numpy().astype(np.int32),
+                ids.row_lengths().numpy().astype(np.int64))
 
     return run
 
