@@ -61,10 +61,11 @@ class MainJobOptions:
     max_predictions_per_seq: int = 20
     dupe_factor: int = 10
     train_batch_size: int = 32
-    num_train_steps: int = 3000
+    num_train_steps: int = 2000
     learning_rate: float = 1e-3
     warmup_fraction: float = 0.05
     save_checkpoints_steps: int = 500
+    steps_per_execution: int = 50
     strategy: str = "auto"
     mixed_precision: str = "float32"
     num_workers: int = 0
@@ -173,6 +174,7 @@ def _pretraining_options(options, paths, **overrides):
         num_train_steps=options.num_train_steps,
         num_warmup_steps=int(options.num_train_steps * options.warmup_fraction),
         learning_rate=options.learning_rate, save_checkpoints_steps=options.save_checkpoints_steps,
+        steps_per_execution=options.steps_per_execution,
         mixed_precision=options.mixed_precision, seed=options.random_seed)
     values.update(overrides)
     return PretrainingOptions(**values)
