@@ -36,9 +36,9 @@ DEFAULT_HELDOUT_FILE = os.path.join(DATA_DIR, "wikitext_heldout.txt")
 # Sentences in the style of the bundled corpus (word-tokenized WikiText); [MASK] marks a word
 # to predict.
 DEFAULT_SENTENCES = (
+    "He was born [MASK] London , the son of a farmer .",
+    "It is one of the largest cities [MASK] the world .",
     "The lobster is a species of [MASK] from the eastern Atlantic Ocean .",
-    "The song was released as a [MASK] in the United States .",
-    "He was born in [MASK] , the son of a farmer .",
     "The [MASK] was built in the 19th century .",
     "In 1914 , the war [MASK] out in Europe .",
 )
