@@ -12,7 +12,7 @@
 # **How long.** Installing takes 1-3 minutes. The paper fine-tunes BERT-Base on any GLUE task
 # "in at most 1 hour on a single Cloud TPU, or a few hours on a GPU"; MRPC (3,668 training
 # pairs, 3 epochs) is among the smallest, a matter of minutes on either. Downloading and
-# converting the published BERT-Base checkpoint (420 MB) takes about a minute.
+# converting the published BERT-Base checkpoint (about 400 MB) takes about a minute.
 #
 # **Smoke test.** `SMOKE = True` (or `BERT_KERAS_SMOKE=1`) runs every step with a tiny
 # random BERT and a few sentence pairs written from the bundled text, in about a minute on a
@@ -165,7 +165,8 @@ def bundled_sentences():
         lines = [line.strip() for line in f if line.strip() and not line.strip().startswith("=")]
     sentences = []
     for line in lines:
-        sentences += [part.strip() + " ." for part in line.split(" . ") if 6 <= len(part.split()) <= 25]
+        sentences += [part.strip() + " ." for part in line.split(" . ")
+                      if 6 <= len(part.split()) <= 25]
     return sentences
 
 
@@ -195,7 +196,7 @@ elif not DATA_DIR:
     try:
         import tensorflow_datasets as tfds
     except ImportError:
-        pip_install("tensorflow-datasets")
+        pip_install("tensorflow-datasets")  # pip_install: from the install cell
         import tensorflow_datasets as tfds
     tfds.builder(spec.tfds_name).download_and_prepare()
     USE_TFDS, DATA_DIR = True, None
@@ -327,12 +328,12 @@ if FROM_EXPORTED_ENCODER and not spec.is_regression:
         dataset = tf.data.Dataset.from_tensor_slices((features, arrays["label"]))
         if training:
             dataset = dataset.shuffle(len(examples), seed=0).repeat()
-        # Whole batches only: TPUs need static shapes.
-        dataset = dataset.batch(TRAIN_BATCH_SIZE, drop_remainder=True)
+        # TPUs need static shapes: whole batches only (training repeats the data anyway).
+        dataset = dataset.batch(TRAIN_BATCH_SIZE, drop_remainder=training or ACCELERATOR == "TPU")
         return preprocess_dataset(dataset, preprocessor_dir, seq_length=MAX_SEQ_LENGTH)
 
     train_examples = read_examples("train")
-    steps_per_epoch = len(train_examples) // TRAIN_BATCH_SIZE
+    steps_per_epoch = max(1, len(train_examples) // TRAIN_BATCH_SIZE)
     num_train_steps = steps_per_epoch * NUM_TRAIN_EPOCHS
     with strategy.scope():
         hub_model = build_classifier_from_export(encoder_dir, len(glue.get_labels(spec.name)),
@@ -347,7 +348,7 @@ if FROM_EXPORTED_ENCODER and not spec.is_regression:
                           metrics=["accuracy"])
     history = hub_model.fit(text_dataset(train_examples, True), epochs=NUM_TRAIN_EPOCHS,
                             steps_per_epoch=steps_per_epoch, verbose=2)
-    # (The last partial batch of the dev set is left out here.)
+    # (On a TPU the last partial batch of the dev set is left out.)
     dev_loss, dev_accuracy = hub_model.evaluate(text_dataset(dev_examples, False), verbose=0)
     export_result = {"loss_per_epoch": [float(v) for v in history.history["loss"]],
                      "dev_accuracy": float(dev_accuracy)}

@@ -11,9 +11,9 @@
 # good for the smoke test.
 #
 # **How long.** Installing takes 1-3 minutes, downloading and converting BERT-Base about a
-# minute, the SQuAD files (30-40 MB each) seconds. The paper fine-tunes BERT-Base "in at most
-# 1 hour on a single Cloud TPU, or a few hours on a GPU"; SQuAD (88k-130k questions, 384-token
-# windows) is the longest of its tasks. Prediction and scoring of the 10-12k dev questions take
+# minute, the SQuAD files (train 30-40 MB, dev 5 MB) seconds. The paper fine-tunes BERT-Base
+# "in at most 1 hour on a single Cloud TPU, or a few hours on a GPU"; SQuAD (88k-130k
+# questions, 384-token windows) is the longest of its tasks. Prediction and scoring of the 10-12k dev questions take
 # a few minutes more.
 #
 # **Smoke test.** `SMOKE = True` (or `BERT_KERAS_SMOKE=1`) runs every step with a tiny random
@@ -32,8 +32,8 @@
 #
 # Batch size and epochs: 0 means the paper's values on a TPU (v1.1: batch 32, 3 epochs;
 # v2.0: batch 48, 2 epochs, learning rate 5e-5) and, on a GPU, the original BERT README's GPU
-# recipe (batch 12, 2 epochs, learning rate 3e-5), because 32 windows of 384 tokens of
-# BERT-Base do not fit in a 16 GB GPU. If a GPU still runs out of memory
+# recipe (batch 12, 2 epochs, learning rate 3e-5): that README counts 12 windows of 384 tokens
+# as the most BERT-Base fits in 12 GB of GPU memory. If a GPU runs out of memory
 # (`ResourceExhaustedError`), lower `TRAIN_BATCH_SIZE` or `MAX_SEQ_LENGTH` (256).
 
 # %% tags=["parameters"]
@@ -231,7 +231,8 @@ if SMOKE:
     DATA_DIR = os.path.join(WORK_DIR, "data")
     os.makedirs(DATA_DIR, exist_ok=True)
     rng = random.Random(0)
-    for split, path, count in (("train", DEFAULT_TRAIN_FILE, 40), ("dev", DEFAULT_HELDOUT_FILE, 12)):
+    for split, path, count in (("train", DEFAULT_TRAIN_FILE, 40),
+                               ("dev", DEFAULT_HELDOUT_FILE, 12)):
         chosen = bundled_contexts(path)[:count]
         with open(os.path.join(DATA_DIR, f"{split}-{SQUAD_VERSION}.json"), "w",
                   encoding="utf-8") as f:
