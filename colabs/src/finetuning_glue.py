@@ -15,8 +15,8 @@
 # converting the published BERT-Base checkpoint (about 400 MB) takes about a minute.
 #
 # **Smoke test.** `SMOKE = True` (or `BERT_KERAS_SMOKE=1`) runs every step with a tiny
-# random BERT and a few sentence pairs written from the bundled text, in about a minute on a
-# CPU and with no download; its scores mean nothing. The test suite runs it that way.
+# random BERT and a few sentence pairs written from the bundled text, in one to two minutes
+# on a CPU and with no download; its scores mean nothing. The test suite runs it that way.
 
 # %% install
 

@@ -23,7 +23,7 @@
 # enough to see the losses fall.
 #
 # **Smoke test.** `SMOKE = True` (or the environment variable `BERT_KERAS_SMOKE=1`) runs
-# everything with a tiny model for 20 steps: about a minute on a 2-core CPU. The test suite
+# everything with a tiny model for 20 steps: one to two minutes on a 2-core CPU. The test suite
 # runs the notebook that way.
 
 # %% install
