@@ -1,13 +1,14 @@
 """Streaming, parallel, resumable writing of pre-training TFRecords from raw text.
 
-The work is in two phases, both split over worker processes:
+The work is in two phases:
 
-1. Blocks. The corpus is read in order and cut into blocks of documents (see
-   `bert_keras.pretraining_corpus`). Each block is tokenized in large batches by the in-graph
-   tokenizer, turned into instances (`bert_keras.pretraining_data`, all `dupe_factor` passes,
-   random-next segments from the same block), serialized (`bert_keras.pretraining_records`), and
-   its records are dealt at random to the output shards and shuffled. The block is written to
-   one work file, records grouped by shard.
+1. Blocks. The main process reads the corpus in order, cuts it into blocks of documents (see
+   `bert_keras.pretraining_corpus`) and tokenizes each block in large batches with the in-graph
+   tokenizer (the only process that runs TensorFlow). Worker processes (NumPy only, so they
+   start in a fraction of a second) turn a block into instances (`bert_keras.pretraining_data`,
+   all `dupe_factor` passes, random-next segments from the same block), serialize and frame
+   them as TFRecords (`bert_keras.pretraining_records`), deal them at random to the output
+   shards, shuffle them, and write one work file per block, records grouped by shard.
 2. Shards. Each output shard is a uniformly random interleaving of its groups from all block
    files (at each step the next record comes from a block with probability proportional to
    what that block has left), read a few kilobytes at a time. Since each group is in random
@@ -15,10 +16,11 @@ The work is in two phases, both split over worker processes:
    were dealt to shards at random, the shards together are a uniform shuffle of the corpus,
    like the original's global shuffle, without holding the corpus in memory.
 
-Memory is one block per worker in phase 1 and a bounded read buffer in phase 2, whatever the
-corpus size. Every random draw is seeded from (`random_seed`, task, block or shard index), so the
-output is byte-identical for any number of workers. Every file is written under a temporary name
-and renamed when complete, and a rerun continues from the completed blocks and shards.
+Memory is one block per worker (and at most two blocks per worker in flight) in phase 1 and a
+bounded read buffer in phase 2, whatever the corpus size. Every random draw is seeded from
+(`random_seed`, task, block or shard index), so the output is byte-identical for any number of
+workers. Every file is written under a temporary name and renamed when complete, and a rerun
+continues from the completed blocks and shards.
 """
 
 import dataclasses
@@ -150,16 +152,11 @@ def _write_atomic(path, data):
 _WORKER = {}
 
 
-def _init_worker(config, single_thread):
-    if single_thread:
-        os.environ.setdefault("TF_NUM_INTRAOP_THREADS", "1")
-        os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+def _init_worker(config):
+    """Worker processes need no TensorFlow: they get token ids and write framed records."""
     vocabulary = Vocabulary.from_file(config.vocab_file)
     _WORKER["config"] = config
     _WORKER["special"] = pretraining_data.SpecialTokenIds.from_vocabulary(vocabulary)
-    _WORKER["tokenize"] = load_tokenizer(config.tokenizer, config.vocab_file,
-                                         config.do_lower_case)
 
 
 def _tokenize_block(block, config, tokenize):
@@ -199,12 +196,11 @@ def _gather_records(buffer, offsets, order):
     return source[np.arange(int(lengths.sum()), dtype=np.int64) + shift].tobytes(), lengths
 
 
-def process_block(block):
-    """Phase 1 for one block (in a worker). Returns the block's statistics."""
+def process_block(index, documents, counts):
+    """Phase 1 for one tokenized block (in a worker). Returns (index, the block's statistics)."""
     config = _WORKER["config"]
     options = config.options
-    documents, counts = _tokenize_block(block, config, _WORKER["tokenize"])
-    seed = [config.random_seed, config.task_index, config.num_tasks, 0, block.index]
+    seed = [config.random_seed, config.task_index, config.num_tasks, 0, index]
     batch = pretraining_data.create_instances(documents, options, _WORKER["special"], seed)
     n = len(batch)
     stats = dict(counts)
@@ -212,6 +208,7 @@ def process_block(block):
     if n:
         buffer, offsets = pretraining_records.encode_examples(
             pretraining_records.instance_features(batch))
+        buffer, offsets = pretraining_records.frame_records(buffer, offsets)
     else:
         buffer, offsets = b"", np.zeros([1], np.int64)
     rng = np.random.default_rng(np.random.SeedSequence(seed + [1]))
@@ -222,16 +219,15 @@ def process_block(block):
     shard_counts = np.bincount(shard, minlength=config.num_output_shards)
     record_starts = np.zeros([config.num_output_shards + 1], np.int64)
     np.cumsum(shard_counts, out=record_starts[1:])
-    byte_starts = np.zeros([config.num_output_shards + 1], np.int64)
     all_starts = np.zeros([n + 1], np.int64)
     np.cumsum(lengths, out=all_starts[1:])
-    byte_starts[:] = all_starts[record_starts]
+    byte_starts = all_starts[record_starts]
     stats_bytes = json.dumps(stats, sort_keys=True).encode()
     header = (_BLOCK_MAGIC + struct.pack("<qqq", n, config.num_output_shards, len(stats_bytes))
               + record_starts.astype("<i8").tobytes() + byte_starts.astype("<i8").tobytes())
-    _write_atomic(_block_path(config, block.index),
+    _write_atomic(_block_path(config, index),
                   header + lengths.astype("<u4").tobytes() + stats_bytes + data)
-    return stats
+    return index, stats
 
 
 def _instance_stats(batch, options):
@@ -306,7 +302,6 @@ class _ShardPart:
 
 def merge_shard(shard, block_paths):
     """Phase 2 for one output shard (in a worker). Returns the number of records written."""
-    import tensorflow as tf
     config = _WORKER["config"]
     blocks = [_BlockFile(path) for path in block_paths]
     chunk_bytes = max(8192, _MERGE_BUFFER_BYTES // max(1, len(blocks)))
@@ -317,7 +312,7 @@ def merge_shard(shard, block_paths):
     final = shard_path(config, shard)
     temporary = os.path.join(work_dir(config), os.path.basename(final) + ".incomplete")
     written = 0
-    with tf.io.TFRecordWriter(temporary) as writer:
+    with open(temporary, "wb") as writer:
         while remaining.sum():
             # The next records' blocks: a multivariate hypergeometric draw of a chunk, in random
             # order, is exactly a uniformly random interleaving of the parts.
@@ -326,8 +321,8 @@ def merge_shard(shard, block_paths):
             sources = np.repeat(np.arange(len(parts)), counts)
             rng.shuffle(sources)
             remaining -= counts
-            for source in sources.tolist():
-                writer.write(parts[source].pop())
+            # Records are already framed (length, CRCs): the shard is their concatenation.
+            writer.write(b"".join([parts[source].pop() for source in sources.tolist()]))
             written += take
     os.replace(temporary, final)
     return written
@@ -466,7 +461,7 @@ class _InProcess:
     """The executor interface, running tasks in this process (one worker)."""
 
     def __init__(self, config):
-        _init_worker(config, single_thread=False)
+        _init_worker(config)
 
     def submit(self, function, *args):
         future = futures.Future()
@@ -493,10 +488,11 @@ class _LazyExecutor:
             if self.num_workers == 1:
                 self.executor = _InProcess(self.config)
             else:
-                context = multiprocessing.get_context("spawn")  # TensorFlow does not survive fork
+                # The main process runs TensorFlow, which does not survive fork.
+                context = multiprocessing.get_context("spawn")
                 self.executor = futures.ProcessPoolExecutor(
                     self.num_workers, mp_context=context, initializer=_init_worker,
-                    initargs=(self.config, True))
+                    initargs=(self.config,))
         return self.executor.submit(function, *args)
 
     def shutdown(self):
@@ -660,6 +656,8 @@ def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes
     read = [0]
     instances = [0]
 
+    tokenize = []  # built on the first block that needs it
+
     def calls():
         for block in pretraining_corpus.iter_blocks(files, config.input_format, block_bytes,
                                                     config.utf8_errors, corpus):
@@ -668,7 +666,11 @@ def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes
             if os.path.exists(path):
                 block_stats[block.index] = _BlockFile(path).stats
                 continue
-            yield _process_and_index, (block,)
+            if not tokenize:
+                tokenize.append(load_tokenizer(config.tokenizer, config.vocab_file,
+                                               config.do_lower_case))
+            documents, counts = _tokenize_block(block, config, tokenize[0])
+            yield process_block, (block.index, documents, counts)
 
     def finished(result):
         index, stats = result
@@ -681,10 +683,6 @@ def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes
     ordered = [block_stats[i] for i in range(len(block_stats))]
     _write_atomic(done_path, json.dumps({"blocks": len(ordered), "corpus": corpus_stats}).encode())
     return ordered, corpus_stats
-
-
-def _process_and_index(block):
-    return block.index, process_block(block)
 
 
 def _remove_work_dir(config):

@@ -400,3 +400,123 @@ def model_inputs_and_labels(features):
     labels = {name: features[name] for name in
               ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")}
     return inputs, labels
+
+
+# ---------------------------------------------------------------------------------------------
+# TFRecord framing without TensorFlow: each record is
+#   uint64 length | uint32 masked_crc32c(length) | data | uint32 masked_crc32c(data)
+# (little-endian). Computing it here lets worker processes write final records without
+# importing TensorFlow.
+
+
+def _crc32c_tables():
+    """Slicing-by-4 tables of CRC-32C (reflected polynomial 0x82F63B78)."""
+    tables = np.zeros([4, 256], np.uint32)
+    for byte in range(256):
+        crc = byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+        tables[0, byte] = crc
+    for k in range(1, 4):
+        tables[k] = (tables[k - 1] >> 8) ^ tables[0][tables[k - 1] & 0xFF]
+    return tables
+
+
+_CRC32C_TABLES = _crc32c_tables()
+
+
+def crc32c_rows(data, lengths):
+    """CRC-32C (Castagnoli) of many byte strings at once, four bytes per step.
+
+    Args:
+      data: uint8 [n, width], row i's bytes first, anything after `lengths[i]`.
+      lengths: int [n].
+
+    Returns:
+      uint32 [n].
+    """
+    t0, t1, t2, t3 = _CRC32C_TABLES
+    lengths = np.asarray(lengths, np.int64)
+    n = len(lengths)
+    if n == 0:
+        return np.zeros([0], np.uint32)
+    # Longest first, so that the rows still running at any step are a prefix.
+    order = np.argsort(-lengths, kind="stable")
+    sorted_lengths = lengths[order]
+    width = -(-int(data.shape[1]) // 4) * 4
+    padded = np.zeros((n, width), np.uint8)
+    padded[:, :data.shape[1]] = data[order]
+    words = np.ascontiguousarray(padded.view("<u4").T)  # [steps, n]: each step is contiguous
+    crc = np.full([n], 0xFFFFFFFF, np.uint32)
+    full_words = sorted_lengths // 4
+    active = n
+    low = np.empty([n], np.uint32)
+    for step in range(int(full_words[0])):
+        while full_words[active - 1] <= step:
+            active -= 1
+        x = crc[:active]
+        np.bitwise_xor(x, words[step, :active], out=x)
+        b = low[:active]
+        np.bitwise_and(x, 0xFF, out=b)
+        out = t3[b]
+        np.right_shift(x, 8, out=b)
+        np.bitwise_and(b, 0xFF, out=b)
+        out ^= t2[b]
+        np.right_shift(x, 16, out=b)
+        np.bitwise_and(b, 0xFF, out=b)
+        out ^= t1[b]
+        np.right_shift(x, 24, out=b)
+        out ^= t0[b]
+        crc[:active] = out
+    rows = np.arange(n)
+    for extra in range(3):
+        tail = sorted_lengths % 4 > extra
+        if not tail.any():
+            break
+        byte = padded[rows[tail], full_words[tail] * 4 + extra]
+        part = crc[tail]
+        crc[tail] = t0[(part ^ byte) & 0xFF] ^ (part >> 8)
+    out = np.empty_like(crc)
+    out[order] = crc ^ np.uint32(0xFFFFFFFF)
+    return out
+
+
+def masked_crc32c(crc):
+    """The TFRecord masking of a CRC: rotate right by 15 bits, add 0xa282ead8."""
+    crc = np.asarray(crc, np.uint32).astype(np.uint64)
+    rotated = ((crc >> np.uint64(15)) | (crc << np.uint64(17))) & np.uint64(0xFFFFFFFF)
+    return ((rotated + np.uint64(0xA282EAD8)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+
+
+def frame_records(buffer, offsets):
+    """TFRecord framing of records `buffer[offsets[i]:offsets[i + 1]]`.
+
+    Returns:
+      (framed bytes, framed offsets int64 [n + 1]): concatenating any of the framed records
+      in any order gives a valid TFRecord file.
+    """
+    source = np.frombuffer(buffer, np.uint8)
+    lengths = np.diff(offsets).astype(np.int64)
+    n = len(lengths)
+    if n == 0:
+        return b"", np.zeros([1], np.int64)
+    width = int(lengths.max())
+    rows = np.zeros((n, width), np.uint8)
+    used = np.arange(width)[None, :] < lengths[:, None]
+    rows[used] = source[offsets[0]:offsets[-1]]
+    length_bytes = lengths.astype("<u8").view(np.uint8).reshape(n, 8)
+    length_crc = masked_crc32c(crc32c_rows(length_bytes, np.full([n], 8)))
+    data_crc = masked_crc32c(crc32c_rows(rows, lengths))
+    framed = np.zeros((n, width + 16), np.uint8)
+    framed[:, :8] = length_bytes
+    framed[:, 8:12] = length_crc.astype("<u4").view(np.uint8).reshape(n, 4)
+    framed[:, 12:12 + width] = rows
+    # The data CRC goes right after each row's data.
+    crc_bytes = data_crc.astype("<u4").view(np.uint8).reshape(n, 4)
+    columns = 12 + lengths[:, None] + np.arange(4)[None, :]
+    framed[np.arange(n)[:, None], columns] = crc_bytes
+    framed_lengths = lengths + 16
+    keep = np.arange(width + 16)[None, :] < framed_lengths[:, None]
+    framed_offsets = np.zeros([n + 1], np.int64)
+    np.cumsum(framed_lengths, out=framed_offsets[1:])
+    return framed[keep].tobytes(), framed_offsets

