@@ -1,6 +1,7 @@
 """Tokenizer throughput: bert_keras's exact-ids in-graph tokenizer against HF's fast tokenizer.
 
-Both tokenize the same WikiText lines with the real uncased BERT vocabulary to wordpiece ids
+Both tokenize the same WikiText lines with the real uncased BERT vocabulary (the vocab.txt and
+tokenizer.json of one checkpoint directory) to wordpiece ids
 (no special tokens, no padding); the id sequences are compared for equality first. Interleaved
 rounds, medians; ratio = HF time / our time (target >= 2).
 
@@ -38,7 +39,9 @@ def main(argv=None):
     batches = [lines[i:i + args.batch_size] for i in range(0, len(lines), args.batch_size)]
     tensors = [tf.constant(b) for b in batches]
     ours_tok = BertTokenizer(vocab_file, lower_case=True)
-    hf_tok = transformers.BertTokenizerFast(vocab_file=vocab_file, do_lower_case=True)
+    # From the checkpoint's tokenizer.json next to the vocabulary: transformers 5 builds a broken
+    # tokenizer from `vocab_file=` alone (every id 1).
+    hf_tok = transformers.BertTokenizerFast.from_pretrained(os.path.dirname(vocab_file))
 
     ours_ids = [row for t in tensors for row in ours_tok.tokenize_merged(t).to_list()]
     hf_ids = [row for b in batches for row in hf_tok(b, add_special_tokens=False)["input_ids"]]

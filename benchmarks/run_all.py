@@ -1,0 +1,50 @@
+"""Runs every benchmark comparison in turn with one command and prints their tables.
+
+    pip install -r benchmarks/requirements.txt   # the peers; never a dependency of the package
+    python benchmarks/run_all.py                 # full set (BERT-base runs take tens of minutes on 2 cores)
+    python benchmarks/run_all.py --quick         # the small models only
+
+Each benchmark writes benchmarks/results/<name>.json; see docs/benchmarks.md for the figures.
+The pre-training data tool's comparison (benchmarks/bench_pretraining_data.py) runs too when
+present.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def commands(quick):
+    python = sys.executable
+    runs = [
+        [python, os.path.join(HERE, "bench_tokenizer.py")],
+        [python, os.path.join(HERE, "bench_encoder.py")]
+        + (["--models=L6_H384"] if quick else []),
+        [python, os.path.join(HERE, "bench_end_to_end.py")],
+        [python, os.path.join(HERE, "bench_pretraining_step.py")]
+        + (["--models=small:16"] if quick else []),
+    ]
+    data_tool = os.path.join(HERE, "bench_pretraining_data.py")
+    if os.path.exists(data_tool):
+        runs.append([python, data_tool])
+    return runs
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small models only")
+    args = parser.parse_args()
+    failed = []
+    for command in commands(args.quick):
+        print("$", " ".join(command), flush=True)
+        if subprocess.call(command) != 0:
+            failed.append(os.path.basename(command[1]))
+    if failed:
+        sys.exit(f"failed: {', '.join(failed)}")
+
+
+if __name__ == "__main__":
+    main()
