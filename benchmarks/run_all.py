@@ -6,7 +6,7 @@
 
 Each benchmark writes benchmarks/results/<name>.json; see docs/benchmarks.md for the figures.
 The pre-training data tool's comparison (benchmarks/bench_pretraining_data.py) runs too when
-present.
+present and --wikitext_dir is given.
 """
 
 import argparse
@@ -17,7 +17,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def commands(quick):
+def commands(quick, wikitext_dir):
     python = sys.executable
     runs = [
         [python, os.path.join(HERE, "bench_tokenizer.py")],
@@ -28,17 +28,19 @@ def commands(quick):
         + (["--models=small:16"] if quick else []),
     ]
     data_tool = os.path.join(HERE, "bench_pretraining_data.py")
-    if os.path.exists(data_tool):
-        runs.append([python, data_tool])
+    if os.path.exists(data_tool) and wikitext_dir:
+        runs.append([python, data_tool, f"--wikitext_dir={wikitext_dir}"])
     return runs
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small models only")
+    parser.add_argument("--wikitext_dir", default=None,
+                        help="WikiText-2 directory for bench_pretraining_data.py (skipped without)")
     args = parser.parse_args()
     failed = []
-    for command in commands(args.quick):
+    for command in commands(args.quick, args.wikitext_dir):
         print("$", " ".join(command), flush=True)
         if subprocess.call(command) != 0:
             failed.append(os.path.basename(command[1]))
