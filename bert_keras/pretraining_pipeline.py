@@ -23,6 +23,7 @@ workers. Every file is written under a temporary name and renamed when complete,
 continues from the completed blocks and shards.
 """
 
+import collections
 import dataclasses
 import hashlib
 import importlib
@@ -657,8 +658,11 @@ def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes
     instances = [0]
 
     tokenize = []  # built on the first block that needs it
+    # Two tokenizer threads (TensorFlow releases the GIL) keep a couple of blocks ahead.
+    threads = futures.ThreadPoolExecutor(2)
 
     def calls():
+        ahead = collections.deque()
         for block in pretraining_corpus.iter_blocks(files, config.input_format, block_bytes,
                                                     config.utf8_errors, corpus):
             read[0] = corpus.bytes
@@ -669,8 +673,14 @@ def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes
             if not tokenize:
                 tokenize.append(load_tokenizer(config.tokenizer, config.vocab_file,
                                                config.do_lower_case))
-            documents, counts = _tokenize_block(block, config, tokenize[0])
-            yield process_block, (block.index, documents, counts)
+            ahead.append((block.index, threads.submit(_tokenize_block, block, config,
+                                                      tokenize[0])))
+            if len(ahead) > 2:
+                index, tokenized = ahead.popleft()
+                yield process_block, (index, *tokenized.result())
+        while ahead:
+            index, tokenized = ahead.popleft()
+            yield process_block, (index, *tokenized.result())
 
     def finished(result):
         index, stats = result
@@ -678,7 +688,10 @@ def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes
         instances[0] += stats["instances"]
         progress.update("blocks", read[0] / max(1, total_bytes), instances[0])
 
-    _run_bounded(executor, calls(), 2 * num_workers, finished)
+    try:
+        _run_bounded(executor, calls(), 2 * num_workers, finished)
+    finally:
+        threads.shutdown(cancel_futures=True)
     corpus_stats = dataclasses.asdict(corpus)
     ordered = [block_stats[i] for i in range(len(block_stats))]
     _write_atomic(done_path, json.dumps({"blocks": len(ordered), "corpus": corpus_stats}).encode())
