@@ -1,6 +1,6 @@
 """Streaming, parallel, resumable writing of pre-training TFRecords from raw text.
 
-The work is in two phases:
+The work is in two phases (the units of work are in `bert_keras.pretraining_work`):
 
 1. Blocks. The main process reads the corpus in order, cuts it into blocks of documents (see
    `bert_keras.pretraining_corpus`) and tokenizes each block in large batches with the in-graph
@@ -32,7 +32,6 @@ import multiprocessing
 import os
 import shutil
 import signal
-import struct
 import sys
 import time
 from concurrent import futures
@@ -41,14 +40,12 @@ import numpy as np
 
 from bert_keras import pretraining_corpus
 from bert_keras import pretraining_data
-from bert_keras import pretraining_records
-from bert_keras.sentence_splitting import split_sentences
+from bert_keras.pretraining_work import (BlockFile, block_path, init_worker, manifest_path,
+                                         merge_shard, process_block, shard_path, stats_path,
+                                         task_prefix, tokenize_block, work_dir, write_atomic)
 from bert_keras.vocab import Vocabulary
 
 DEFAULT_TOKENIZER = "bert_keras.pretraining_pipeline:bert_tokenizer"
-_BLOCK_MAGIC = b"BKPTBLK1"
-_MERGE_BUFFER_BYTES = 32 << 20
-_TOKENIZE_BATCH = 8192
 
 
 class PipelineError(RuntimeError):
@@ -106,231 +103,11 @@ def load_tokenizer(name, vocab_file, do_lower_case):
 
 
 # ---------------------------------------------------------------------------------------------
-# Names of files.
-
-
-def _task_prefix(config):
-    if config.num_tasks == 1:
-        return ""
-    return f"task-{config.task_index:05d}-of-{config.num_tasks:05d}-"
-
-
-def shard_path(config, shard):
-    return os.path.join(config.output_dir, f"{_task_prefix(config)}shard-{shard:05d}-of-"
-                                           f"{config.num_output_shards:05d}.tfrecord")
-
-
-def stats_path(config):
-    return os.path.join(config.output_dir, f"{_task_prefix(config)}stats.json")
-
-
-def manifest_path(config):
-    return os.path.join(config.output_dir, f"{_task_prefix(config)}manifest.json")
-
-
-def work_dir(config):
-    return os.path.join(config.output_dir, f".work-{_task_prefix(config)}incomplete")
-
-
-def _block_path(config, index):
-    return os.path.join(work_dir(config), f"block-{index:07d}.bin")
+# The run.
 
 
 def _blocks_done_path(config):
     return os.path.join(work_dir(config), "blocks-done.json")
-
-
-def _write_atomic(path, data):
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "wb") as f:
-        f.write(data)
-    os.replace(temporary, path)
-
-
-# ---------------------------------------------------------------------------------------------
-# Worker processes.
-
-_WORKER = {}
-
-
-def _init_worker(config):
-    """Worker processes need no TensorFlow: they get token ids and write framed records."""
-    vocabulary = Vocabulary.from_file(config.vocab_file)
-    _WORKER["config"] = config
-    _WORKER["special"] = pretraining_data.SpecialTokenIds.from_vocabulary(vocabulary)
-
-
-def _tokenize_block(block, config, tokenize):
-    """TokenizedDocuments and counts of one block of raw text."""
-    sentences, document_sizes = [], []
-    for document in block.documents:
-        if config.input_format == "paragraphs":
-            document = [s for paragraph in document for s in split_sentences(paragraph)]
-        sentences.extend(document)
-        document_sizes.append(len(document))
-    ids, lengths = [], []
-    for start in range(0, len(sentences), _TOKENIZE_BATCH):
-        batch_ids, batch_lengths = tokenize(sentences[start:start + _TOKENIZE_BATCH])
-        ids.append(batch_ids)
-        lengths.append(batch_lengths)
-    ids = np.concatenate(ids) if ids else np.zeros([0], np.int32)
-    lengths = np.concatenate(lengths) if lengths else np.zeros([0], np.int64)
-    documents = pretraining_data.TokenizedDocuments.drop_empty(ids, lengths, document_sizes)
-    counts = {
-        "documents": documents.num_documents,
-        "empty_documents": len(document_sizes) - documents.num_documents,
-        "sentences": documents.num_sentences,
-        "empty_sentences": int(np.sum(lengths == 0)),
-        "long_sentences": int(np.sum(lengths > config.options.max_seq_length - 3)),
-        "one_sentence_documents": int(np.sum(np.diff(documents.document_offsets) == 1)),
-        "tokens": documents.num_tokens,
-    }
-    return documents, counts
-
-
-def _gather_records(buffer, offsets, order):
-    """The records at `order`, concatenated: (bytes, lengths int64)."""
-    source = np.frombuffer(buffer, np.uint8)
-    lengths = np.diff(offsets)[order]
-    new_starts = np.cumsum(lengths) - lengths
-    shift = np.repeat(offsets[:-1][order] - new_starts, lengths)
-    return source[np.arange(int(lengths.sum()), dtype=np.int64) + shift].tobytes(), lengths
-
-
-def process_block(index, documents, counts):
-    """Phase 1 for one tokenized block (in a worker). Returns (index, the block's statistics)."""
-    config = _WORKER["config"]
-    options = config.options
-    seed = [config.random_seed, config.task_index, config.num_tasks, 0, index]
-    batch = pretraining_data.create_instances(documents, options, _WORKER["special"], seed)
-    n = len(batch)
-    stats = dict(counts)
-    stats.update(_instance_stats(batch, options))
-    if n:
-        buffer, offsets = pretraining_records.encode_examples(
-            pretraining_records.instance_features(batch))
-        buffer, offsets = pretraining_records.frame_records(buffer, offsets)
-    else:
-        buffer, offsets = b"", np.zeros([1], np.int64)
-    rng = np.random.default_rng(np.random.SeedSequence(seed + [1]))
-    shard = rng.integers(0, config.num_output_shards, n)
-    permutation = rng.permutation(n)
-    order = permutation[np.argsort(shard[permutation], kind="stable")]
-    data, lengths = _gather_records(buffer, offsets, order)
-    shard_counts = np.bincount(shard, minlength=config.num_output_shards)
-    record_starts = np.zeros([config.num_output_shards + 1], np.int64)
-    np.cumsum(shard_counts, out=record_starts[1:])
-    all_starts = np.zeros([n + 1], np.int64)
-    np.cumsum(lengths, out=all_starts[1:])
-    byte_starts = all_starts[record_starts]
-    stats_bytes = json.dumps(stats, sort_keys=True).encode()
-    header = (_BLOCK_MAGIC + struct.pack("<qqq", n, config.num_output_shards, len(stats_bytes))
-              + record_starts.astype("<i8").tobytes() + byte_starts.astype("<i8").tobytes())
-    _write_atomic(_block_path(config, index),
-                  header + lengths.astype("<u4").tobytes() + stats_bytes + data)
-    return index, stats
-
-
-def _instance_stats(batch, options):
-    lengths = batch.lengths
-    return {
-        "instances": len(batch),
-        "instance_tokens": int(lengths.sum()),
-        "masked_tokens": int(batch.masked_lm_weights.sum()),
-        "random_next": int(batch.next_sentence_labels.sum()),
-        "replaced_by_mask": int(batch.replacement_counts[0]),
-        "kept_original": int(batch.replacement_counts[1]),
-        "replaced_by_random": int(batch.replacement_counts[2]),
-        "length_histogram": np.bincount(lengths, minlength=options.max_seq_length + 1).tolist(),
-    }
-
-
-class _BlockFile:
-    """Header of a block work file: record and byte ranges of each shard, statistics."""
-
-    def __init__(self, path):
-        self.path = path
-        with open(path, "rb") as f:
-            head = f.read(8 + 24)
-            if len(head) < 32 or head[:8] != _BLOCK_MAGIC:
-                raise PipelineError(f"{path}: not a block work file; delete the work directory")
-            self.num_records, num_shards, stats_length = struct.unpack("<qqq", head[8:])
-            tables = np.frombuffer(f.read(16 * (num_shards + 1)), "<i8")
-            self.record_starts = tables[:num_shards + 1]
-            self.byte_starts = tables[num_shards + 1:]
-            self.lengths_offset = 32 + 16 * (num_shards + 1)
-            self.stats_offset = self.lengths_offset + 4 * self.num_records
-            f.seek(self.stats_offset)
-            self.stats = json.loads(f.read(stats_length))
-            self.data_offset = self.stats_offset + stats_length
-
-
-class _ShardPart:
-    """The records of one shard in one block file, read a chunk at a time."""
-
-    def __init__(self, block, shard, chunk_bytes):
-        self.path = block.path
-        self.next_record = int(block.record_starts[shard])
-        self.end_record = int(block.record_starts[shard + 1])
-        self.next_byte = block.data_offset + int(block.byte_starts[shard])
-        self.lengths_offset = block.lengths_offset
-        self.chunk_bytes = chunk_bytes
-        self.records = []
-
-    def __len__(self):
-        return self.end_record - self.next_record + len(self.records)
-
-    def pop(self):
-        if not self.records:
-            self._refill()
-        return self.records.pop()
-
-    def _refill(self):
-        with open(self.path, "rb") as f:
-            count = min(self.end_record - self.next_record, 4096)
-            f.seek(self.lengths_offset + 4 * self.next_record)
-            lengths = np.frombuffer(f.read(4 * count), "<u4").astype(np.int64)
-            ends = np.cumsum(lengths)
-            take = max(1, int(np.searchsorted(ends, self.chunk_bytes, side="right")))
-            f.seek(self.next_byte)
-            data = f.read(int(ends[take - 1]))
-        bounds = [0] + ends[:take].tolist()
-        # Reversed, so that pop() gives them in file order.
-        self.records = [data[bounds[i]:bounds[i + 1]] for i in range(take - 1, -1, -1)]
-        self.next_record += take
-        self.next_byte += len(data)
-
-
-def merge_shard(shard, block_paths):
-    """Phase 2 for one output shard (in a worker). Returns the number of records written."""
-    config = _WORKER["config"]
-    blocks = [_BlockFile(path) for path in block_paths]
-    chunk_bytes = max(8192, _MERGE_BUFFER_BYTES // max(1, len(blocks)))
-    parts = [_ShardPart(block, shard, chunk_bytes) for block in blocks]
-    remaining = np.array([len(part) for part in parts], np.int64)
-    rng = np.random.default_rng(np.random.SeedSequence(
-        [config.random_seed, config.task_index, config.num_tasks, 1, shard]))
-    final = shard_path(config, shard)
-    temporary = os.path.join(work_dir(config), os.path.basename(final) + ".incomplete")
-    written = 0
-    with open(temporary, "wb") as writer:
-        while remaining.sum():
-            # The next records' blocks: a multivariate hypergeometric draw of a chunk, in random
-            # order, is exactly a uniformly random interleaving of the parts.
-            take = int(min(remaining.sum(), 4096))
-            counts = rng.multivariate_hypergeometric(remaining, take)
-            sources = np.repeat(np.arange(len(parts)), counts)
-            rng.shuffle(sources)
-            remaining -= counts
-            # Records are already framed (length, CRCs): the shard is their concatenation.
-            writer.write(b"".join([parts[source].pop() for source in sources.tolist()]))
-            written += take
-    os.replace(temporary, final)
-    return written
-
-
-# ---------------------------------------------------------------------------------------------
-# The run.
 
 
 def _check_config(config):
@@ -417,11 +194,11 @@ def _prepare_output_dir(config, manifest):
                 f"(differences: {', '.join(changed)}); use another --output_dir or empty this one")
     else:
         existing = [name for name in os.listdir(config.output_dir)
-                    if name.startswith(_task_prefix(config) + "shard-")]
+                    if name.startswith(task_prefix(config) + "shard-")]
         if existing:
             raise PipelineError(f"{config.output_dir} already holds shards ({existing[0]}, ...) "
                                 "but no manifest; use another --output_dir or empty this one")
-        _write_atomic(path, json.dumps(manifest, indent=1, sort_keys=True).encode())
+        write_atomic(path, json.dumps(manifest, indent=1, sort_keys=True).encode())
     os.makedirs(work_dir(config), exist_ok=True)
 
 
@@ -462,7 +239,7 @@ class _InProcess:
     """The executor interface, running tasks in this process (one worker)."""
 
     def __init__(self, config):
-        _init_worker(config)
+        init_worker(config)
 
     def submit(self, function, *args):
         future = futures.Future()
@@ -492,7 +269,7 @@ class _LazyExecutor:
                 # The main process runs TensorFlow, which does not survive fork.
                 context = multiprocessing.get_context("spawn")
                 self.executor = futures.ProcessPoolExecutor(
-                    self.num_workers, mp_context=context, initializer=_init_worker,
+                    self.num_workers, mp_context=context, initializer=init_worker,
                     initargs=(self.config,))
         return self.executor.submit(function, *args)
 
@@ -617,7 +394,7 @@ def run(config):
             raise PipelineError(
                 f"the input ({len(files)} file(s), {total_bytes:,} bytes) holds no document "
                 "with any token: nothing to write")
-        block_paths = [_block_path(config, i) for i in range(len(block_stats))]
+        block_paths = [block_path(config, i) for i in range(len(block_stats))]
         todo = [s for s in range(config.num_output_shards) if not os.path.exists(shards[s])]
         written = [0, 0]  # records, shards
 
@@ -636,7 +413,7 @@ def run(config):
     finally:
         executor.shutdown()
     stats = _sum_stats(block_stats, corpus_stats, config, block_bytes, time.time() - start)
-    _write_atomic(stats_path(config), json.dumps(stats, indent=1).encode())
+    write_atomic(stats_path(config), json.dumps(stats, indent=1).encode())
     _remove_work_dir(config)
     if config.progress:
         progress.update("done", 1.0, stats["instances"], force=True)
@@ -650,7 +427,7 @@ def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes
     if os.path.exists(done_path):
         with open(done_path, encoding="utf-8") as f:
             done = json.load(f)
-        block_stats = [_BlockFile(_block_path(config, i)).stats for i in range(done["blocks"])]
+        block_stats = [BlockFile(block_path(config, i)).stats for i in range(done["blocks"])]
         return block_stats, done["corpus"]
     corpus = pretraining_corpus.CorpusStats()
     block_stats = {}
@@ -666,14 +443,14 @@ def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes
         for block in pretraining_corpus.iter_blocks(files, config.input_format, block_bytes,
                                                     config.utf8_errors, corpus):
             read[0] = corpus.bytes
-            path = _block_path(config, block.index)
+            path = block_path(config, block.index)
             if os.path.exists(path):
-                block_stats[block.index] = _BlockFile(path).stats
+                block_stats[block.index] = BlockFile(path).stats
                 continue
             if not tokenize:
                 tokenize.append(load_tokenizer(config.tokenizer, config.vocab_file,
                                                config.do_lower_case))
-            ahead.append((block.index, threads.submit(_tokenize_block, block, config,
+            ahead.append((block.index, threads.submit(tokenize_block, block, config,
                                                       tokenize[0])))
             if len(ahead) > 2:
                 index, tokenized = ahead.popleft()
@@ -694,7 +471,7 @@ def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes
         threads.shutdown(cancel_futures=True)
     corpus_stats = dataclasses.asdict(corpus)
     ordered = [block_stats[i] for i in range(len(block_stats))]
-    _write_atomic(done_path, json.dumps({"blocks": len(ordered), "corpus": corpus_stats}).encode())
+    write_atomic(done_path, json.dumps({"blocks": len(ordered), "corpus": corpus_stats}).encode())
     return ordered, corpus_stats
 
 
