@@ -144,6 +144,7 @@ class BertTokenizer(tf.Module):
         self._block_rows = tf.constant(tables.block_rows)
         self._rows = tf.constant(tables.rows)
         self._has_context_rules = tables.lower_case
+        assert not np.isin(tables.rows[:tables.first_context_row], ut.GREEK_CAPITAL_SIGMA).any()
         self._case_class_starts = tf.constant(tables.case_class_starts)
         self._case_class_values = tf.constant(tables.case_class_values)
         self._mc_nonstarters = tf.constant(tables.mc_nonstarters)
@@ -215,11 +216,11 @@ class BertTokenizer(tf.Module):
     def _tokenize_batch(self, strings):
         if not self.fast_path:
             return self._exact_tokenize(strings)
-        return self._split_words(self._tokenize_merged_batch(strings))
+        return self._split_words(self._fast_tokenize(strings))
 
     def _tokenize_merged_batch(self, strings):
         if not self.fast_path:
-            return self._exact_tokenize(strings).merge_dims(1, 2)
+            return self._exact_tokenize(strings, merge_words=True)
         return self._fast_tokenize(strings)
 
     def _basic_tokenize_batch(self, strings):
@@ -237,12 +238,11 @@ class BertTokenizer(tf.Module):
         """
         ids = pieces.flat_values
         starts = tf.logical_not(tf.gather(self._is_suffix, ids))
-        word_ids = tf.cumsum(tf.cast(starts, tf.int64)) - 1
-        num_words = tf.reduce_sum(tf.cast(starts, tf.int64))
-        words = tf.RaggedTensor.from_value_rowids(ids, word_ids, nrows=num_words, validate=False)
-        word_rows = tf.boolean_mask(pieces.value_rowids(), starts)
-        return tf.RaggedTensor.from_value_rowids(words, word_rows, nrows=pieces.nrows(),
-                                                 validate=False)
+        word_splits = tf.concat([tf.where(starts)[:, 0], tf.size(ids, out_type=tf.int64)[None]], 0)
+        words_before = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(tf.cast(starts, tf.int64))], 0)
+        words = tf.RaggedTensor.from_row_splits(ids, word_splits, validate=False)
+        return tf.RaggedTensor.from_row_splits(words, tf.gather(words_before, pieces.row_splits),
+                                               validate=False)
 
     # Fast path --------------------------------------------------------------------------------
 
@@ -259,25 +259,28 @@ class BertTokenizer(tf.Module):
             long_rows = tf.math.unsorted_segment_max(
                 tf.cast(too_long, tf.int32), ids.value_rowids(), ids.nrows()) > 0
             exact_rows = tf.logical_or(tf.logical_not(safe), long_rows)
-            exact = self._exact_tokenize(tf.boolean_mask(strings, exact_rows)).merge_dims(1, 2)
-            fast = tf.ragged.boolean_mask(ids, tf.logical_not(exact_rows))
-            order = tf.concat([tf.where(tf.logical_not(exact_rows))[:, 0],
-                               tf.where(exact_rows)[:, 0]], axis=0)
-            return tf.gather(tf.concat([fast, exact], axis=0), tf.math.invert_permutation(order))
+            exact = self._exact_tokenize(tf.boolean_mask(strings, exact_rows), merge_words=True)
+            # Row i of the result: row i of `ids`, or the next row of `exact` if i is unsafe.
+            index = tf.where(exact_rows, ids.nrows() + tf.cumsum(tf.cast(exact_rows, tf.int64)) - 1,
+                             tf.range(ids.nrows()))
+            return tf.gather(tf.concat([ids, exact], axis=0), index)
 
         needs_exact = tf.logical_or(tf.logical_not(tf.reduce_all(safe)), tf.reduce_any(too_long))
         return tf.cond(needs_exact, with_exact_rows, lambda: ids)
 
     # Exact path -------------------------------------------------------------------------------
 
-    def _exact_tokenize(self, strings):
-        """[batch] -> [batch, (words), (pieces)] on the exact path."""
+    def _exact_tokenize(self, strings, merge_words=False):
+        """[batch] -> [batch, (words), (pieces)] (or [batch, (pieces)]) on the exact path."""
         words = self._basic_tokenize_batch(strings)
         flat = words.flat_values
         too_long = tf.strings.length(flat, unit="UTF8_CHAR") > self.max_chars_per_word
         # "[UNK]" is a vocabulary token, so WordPiece maps it to the unknown id.
-        flat = tf.where(too_long, UNKNOWN_TOKEN, flat)
-        return words.with_flat_values(self._wordpiece.tokenize(flat))
+        pieces = self._wordpiece.tokenize(tf.where(too_long, UNKNOWN_TOKEN, flat))
+        if merge_words:
+            return tf.RaggedTensor.from_row_splits(
+                pieces.flat_values, tf.gather(pieces.row_splits, words.row_splits), validate=False)
+        return words.with_flat_values(pieces)
 
     def _normalize(self, codepoints, with_sources=False):
         """The `BasicTokenizer` text as codepoints, one ASCII space at every split point.
@@ -291,41 +294,41 @@ class BertTokenizer(tf.Module):
           (out int32 [m], out_row_splits int64 [batch + 1], sources int64 [m] or None).
         """
         flat = codepoints.flat_values
-        row_ids = codepoints.value_rowids()
         block = tf.gather(self._block_index, tf.bitwise.right_shift(flat, ut.BLOCK_BITS))
-        if self._has_context_rules:
-            in_context_blocks = tf.reduce_any(block >= self._tables.first_context_block)
-            flat = tf.cond(in_context_blocks, lambda: self._final_sigma(flat, row_ids),
-                           lambda: flat)
         low = tf.bitwise.bitwise_and(flat, ut.BLOCK_SIZE - 1)
-        rows = tf.gather(self._rows, tf.gather(self._block_rows, block * ut.BLOCK_SIZE + low))
-        keep = tf.not_equal(rows, ut.PAD)                                       # [n, width]
+        row_numbers = tf.gather(self._block_rows, block * ut.BLOCK_SIZE + low)   # [n]
+        rows = tf.gather(self._rows, row_numbers)                                # [n, width]
+        keep = tf.not_equal(rows, ut.PAD)
         out = tf.boolean_mask(tf.where(tf.equal(rows, ut.SAME), flat[:, tf.newaxis], rows), keep)
-        counts = tf.reduce_sum(tf.cast(keep, tf.int64), axis=1)                # [n]
+        counts = tf.reduce_sum(tf.cast(keep, tf.int64), axis=1)                 # [n]
         ends = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(counts)], axis=0)
         out_splits = tf.gather(ends, codepoints.row_splits)
         sources = None
         if with_sources:
             sources = tf.repeat(tf.range(tf.size(flat, out_type=tf.int64)), counts)
         if self._has_context_rules:
-            def reorder():
-                return self._canonical_reorder(out, counts, flat, row_ids, sources)
+            def fix():
+                fixed = self._final_sigma(out, flat, codepoints.value_rowids())
+                return self._canonical_reorder(fixed, counts, flat, codepoints.value_rowids(),
+                                               sources)
 
             def unchanged():
                 return out, (sources if with_sources else tf.zeros([0], tf.int64))
 
-            out, reordered_sources = tf.cond(in_context_blocks, reorder, unchanged)
+            needs_fix = tf.reduce_any(row_numbers >= self._tables.first_context_row)
+            out, fixed_sources = tf.cond(needs_fix, fix, unchanged)
             if with_sources:
-                sources = reordered_sources
+                sources = fixed_sources
         return out, out_splits, sources
 
-    def _final_sigma(self, flat, row_ids):
-        """Python's `str.lower()` context rule: capital sigma -> final sigma at word ends.
+    def _final_sigma(self, out, flat, row_ids):
+        """Python's `str.lower()` context rule for GREEK CAPITAL SIGMA (kept as is by the table).
 
-        Final when preceded by a cased letter and not followed by one, skipping
+        Final form when preceded by a cased letter and not followed by one, skipping
         case-ignorable characters (and the characters `_clean_text` removes) in the same
         string. Whitespace, CJK ideographs and row ends are neither cased nor ignorable, so
-        looking across the whole row equals the original's per-word `lower()`.
+        looking across the whole row equals the original's per-word `lower()`. The k-th sigma
+        of the output is the k-th sigma of the input.
         """
         is_sigma = tf.equal(flat, ut.GREEK_CAPITAL_SIGMA)
 
@@ -346,10 +349,11 @@ class BertTokenizer(tf.Module):
             following_cased = ((k < last) & tf.equal(tf.gather(row_ids, following), row)
                                & tf.equal(tf.gather(classes, following), ut.CASE_CASED))
             final = previous_cased & tf.logical_not(following_cased)
-            values = tf.where(final, ut.GREEK_SMALL_FINAL_SIGMA, ut.GREEK_CAPITAL_SIGMA)
-            return tf.tensor_scatter_nd_update(flat, sigma_positions[:, tf.newaxis], values)
+            values = tf.where(final, ut.GREEK_SMALL_FINAL_SIGMA, ut.GREEK_SMALL_SIGMA)
+            out_positions = tf.where(tf.equal(out, ut.GREEK_CAPITAL_SIGMA))
+            return tf.tensor_scatter_nd_update(out, out_positions, values)
 
-        return tf.cond(tf.reduce_any(is_sigma), fix, lambda: flat)
+        return tf.cond(tf.reduce_any(is_sigma), fix, lambda: out)
 
     def _canonical_reorder(self, out, counts, flat, row_ids, sources):
         """NFD's canonical ordering, for the spacing (Mc) non-starters that survive Mn stripping.
@@ -357,6 +361,8 @@ class BertTokenizer(tf.Module):
         In each run of non-starters (between two starters of the NFD text, including the Mn
         starters that get stripped: `reorder_blockers`) characters are sorted stably by
         combining class. Only needed when a batch holds two Mc non-starters.
+
+        Returns (out, sources), sources empty when none were given.
         """
         is_mc, mc_index = _member(self._mc_nonstarters, out)
         given_sources = sources
@@ -377,7 +383,9 @@ class BertTokenizer(tf.Module):
                 | tf.not_equal(source_rows[1:], source_rows[:-1])], axis=0)[:tf.size(out)]
             run = tf.cumsum(tf.cast(new_run, tf.int64))
             order = tf.argsort(run * 256 + combining, stable=True)
-            return tf.gather(out, order), tf.gather(sources, order)
+            reordered_sources = (tf.gather(sources, order) if given_sources is not None
+                                 else tf.zeros([0], tf.int64))
+            return tf.gather(out, order), reordered_sources
 
         def unchanged():
             return out, (given_sources if given_sources is not None else tf.zeros([0], tf.int64))

@@ -25,8 +25,8 @@ Example:
 >>> tables = normalization_tables(lower_case=True)
 >>> codepoint_output(ord("É"), lower_case=True), codepoint_output(ord(","), lower_case=True)
 ('e', ' , ')
->>> tables.lookup(ord("É"))
-[101]
+>>> tables.lookup(ord("É")), tables.width
+([101], 3)
 """
 
 import dataclasses
@@ -68,13 +68,17 @@ def is_punctuation(char):
 
 
 def is_removed(char):
-    """Dropped by the original's `_clean_text`: NUL, U+FFFD and category C* except tab/CR/LF."""
+    """Dropped by the original's `_clean_text`: NUL, U+FFFD and categories Cc and Cf.
+
+    Tab, LF and CR are whitespace instead. Unassigned (Cn) and private-use (Co) codepoints
+    are kept as ordinary characters, as the original keeps them.
+    """
     cp = ord(char)
     if cp == 0 or cp == 0xFFFD:
         return True
     if char in "\t\n\r":
         return False
-    return unicodedata.category(char).startswith("C")
+    return unicodedata.category(char) in ("Cc", "Cf")
 
 
 def is_whitespace(char):
@@ -176,16 +180,17 @@ class NormalizationTables:
 
     Lookup of codepoint `cp`: `block = block_index[cp >> BLOCK_BITS]`,
     `row = block_rows[block * BLOCK_SIZE + (cp & (BLOCK_SIZE - 1))]`, output `rows[row]`
-    with PAD dropped and SAME replaced by `cp`. Blocks with id >= `first_context_block`
-    hold every codepoint that a context rule can involve (GREEK CAPITAL SIGMA and the Mc
-    non-starters with their sources), so one `max` tells whether a batch needs the fix-ups.
+    with PAD dropped and SAME replaced by `cp`. Every codepoint that a context rule can
+    involve (GREEK CAPITAL SIGMA, the Mc non-starters and their sources) has a row of its own
+    numbered from `first_context_row` on, so one comparison of the row ids tells whether a
+    batch needs the fix-ups. GREEK CAPITAL SIGMA's row is SAME: the fix-up picks its form.
     """
 
     lower_case: bool
     block_index: np.ndarray           # [NUM_BLOCKS]
     block_rows: np.ndarray            # [num_blocks * BLOCK_SIZE]
     rows: np.ndarray                  # [num_rows, width]
-    first_context_block: int
+    first_context_row: int
     case_class_starts: np.ndarray     # [num_ranges], sorted range starts covering 0..MAX
     case_class_values: np.ndarray     # [num_ranges]
     mc_nonstarters: np.ndarray        # [25], sorted
@@ -213,7 +218,8 @@ class NormalizationTables:
 def assigned_codepoints():
     """All codepoints that are not unassigned (Cn), private-use (Co) or surrogates (Cs).
 
-    The others are all removed by `_clean_text` and share one table row.
+    The others all become themselves (one shared table row): `str.lower()` and NFD leave
+    them alone, and they are neither whitespace, punctuation nor removed.
     """
     return tuple(cp for cp in range(MAX_CODEPOINT + 1)
                  if unicodedata.category(chr(cp)) not in ("Cn", "Co", "Cs"))
@@ -247,7 +253,7 @@ def _reorder_blockers():
 
 
 def _case_class_ranges():
-    classes = np.full(MAX_CODEPOINT + 1, CASE_IGNORABLE, np.int32)  # removed ones: ignorable
+    classes = np.full(MAX_CODEPOINT + 1, CASE_OTHER, np.int32)  # unassigned, private use
     for cp in assigned_codepoints():
         classes[cp] = case_class(cp)
     starts = np.concatenate([[0], np.flatnonzero(np.diff(classes)) + 1]).astype(np.int32)
@@ -258,37 +264,35 @@ def _case_class_ranges():
 def normalization_tables(lower_case):
     """The `NormalizationTables` for uncased (`lower_case=True`) or cased vocabularies."""
     lower_case = bool(lower_case)
-    row_ids = {(): 0}
-    codepoint_rows = np.zeros(MAX_CODEPOINT + 1, np.int32)  # row 0: removed
+    if lower_case:
+        mc, sources = _context_codepoints()
+        context = sorted(set(mc + sources + [GREEK_CAPITAL_SIGMA]))
+    else:
+        mc, sources, context = [], [], []
+    row_ids = {(SAME,): 0}
+    codepoint_rows = np.zeros(MAX_CODEPOINT + 1, np.int32)  # row 0: unassigned, private use
     texts = uncased_texts() if lower_case else {}
+    context_keys = []
     for cp in assigned_codepoints():
         text = _stream_text(codepoint_stream(cp, lower_case, texts.get(cp, chr(cp))))
         key = tuple(SAME if ord(out) == cp else ord(out) for out in text)
-        codepoint_rows[cp] = row_ids.setdefault(key, len(row_ids))
-    width = max(len(key) for key in row_ids)
-    rows = np.full((len(row_ids), width), PAD, np.int32)
-    for key, index in row_ids.items():
+        if cp in context:
+            context_keys.append((SAME,) if cp == GREEK_CAPITAL_SIGMA else key)
+        else:
+            codepoint_rows[cp] = row_ids.setdefault(key, len(row_ids))
+    first_context_row = len(row_ids)
+    keys = list(row_ids) + context_keys
+    codepoint_rows[context] = np.arange(first_context_row, len(keys))
+    width = max(len(key) for key in keys)
+    rows = np.full((len(keys), width), PAD, np.int32)
+    for index, key in enumerate(keys):
         rows[index, :len(key)] = key
 
-    if lower_case:
-        mc, sources = _context_codepoints()
-        context = mc + sources + [GREEK_CAPITAL_SIGMA]
-    else:
-        mc, sources, context = [], [], []
-    context_blocks = sorted({cp >> BLOCK_BITS for cp in context})
     blocks = {}
     block_index = np.empty(NUM_BLOCKS, np.int32)
-    block_contents = codepoint_rows.reshape(NUM_BLOCKS, BLOCK_SIZE)
-    # Ordinary blocks first (deduplicated), then the context blocks, each its own id.
-    for block in range(NUM_BLOCKS):
-        if block not in context_blocks:
-            block_index[block] = blocks.setdefault(block_contents[block].tobytes(), len(blocks))
-    first_context_block = len(blocks)
-    contents = [np.frombuffer(key, np.int32) for key in blocks]
-    for block in context_blocks:
-        block_index[block] = len(contents)
-        contents.append(block_contents[block])
-    block_rows = np.concatenate(contents).astype(np.int32)
+    for block, contents in enumerate(codepoint_rows.reshape(NUM_BLOCKS, BLOCK_SIZE)):
+        block_index[block] = blocks.setdefault(contents.tobytes(), len(blocks))
+    block_rows = np.frombuffer(b"".join(blocks), np.int32).copy()
 
     if lower_case:
         starts, values = _case_class_ranges()
@@ -302,11 +306,11 @@ def normalization_tables(lower_case):
         block_index=block_index,
         block_rows=block_rows,
         rows=rows,
-        first_context_block=first_context_block,
+        first_context_row=first_context_row,
         case_class_starts=starts,
         case_class_values=values.astype(np.int32),
         mc_nonstarters=np.array(mc, np.int32),
         mc_combining_classes=np.array(combining, np.int32),
         reorder_blockers=np.array(blockers, np.int32),
-        context_codepoints=np.array(sorted(set(context)), np.int32),
+        context_codepoints=np.array(context, np.int32),
     )

@@ -5,8 +5,9 @@ then WordpieceTokenizer) one by one on Python strings, with no tables and no sho
 is an independent check of the in-graph tokenizer:
 
 1. decode UTF-8, dropping invalid bytes;
-2. drop NUL, U+FFFD and category C* characters other than tab, LF and CR; turn those three,
-   the space and category Zs into a space;
+2. drop NUL, U+FFFD and the characters of categories Cc and Cf other than tab, LF and CR
+   (unassigned and private-use characters stay); turn those three, the space and category Zs
+   into a space;
 3. put spaces around the CJK Unified Ideographs;
 4. split with `str.split()`;
 5. uncased: `str.lower()` each word, NFD it and drop category Mn;
@@ -39,7 +40,7 @@ def basic_tokenize(text, lower_case):
     for char in text:
         if char in "\t\n\r " or unicodedata.category(char) == "Zs":
             cleaned.append(" ")
-        elif char == "\x00" or char == "\ufffd" or unicodedata.category(char)[0] == "C":
+        elif char == "\x00" or char == "\ufffd" or unicodedata.category(char) in ("Cc", "Cf"):
             continue
         elif _cjk(char):
             cleaned.append(" " + char + " ")
