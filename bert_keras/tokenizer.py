@@ -414,23 +414,27 @@ class BertTokenizer(tf.Module):
                                                        validate=False)
         too_long = word_chars.row_lengths() > self.max_chars_per_word
         words = tf.where(too_long, UNKNOWN_TOKEN, tf.strings.unicode_encode(word_chars, "UTF-8"))
-        pieces, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(words)
+        pieces, piece_starts, _ = self._wordpiece.tokenize_with_offsets(words)
 
-        # WordPiece offsets are bytes of the normalized word: map them to its characters.
+        # WordPiece offsets are bytes of the normalized word: find each piece's first character.
+        # The pieces of all words partition the characters; a piece spans its characters'
+        # sources (which canonical reordering may have put out of order).
         char_bytes = tf.cumsum(_utf8_length(chars), exclusive=True)               # [c]
         word_first = word_chars.row_starts()
-        word_last = word_chars.row_limits() - 1
         piece_words = pieces.value_rowids()
         base = tf.gather(tf.gather(char_bytes, word_first), piece_words)
         first_char = tf.searchsorted(char_bytes, base + piece_starts.flat_values,
                                      side="right", out_type=tf.int64) - 1
-        last_char = tf.searchsorted(char_bytes, base + piece_ends.flat_values - 1,
-                                    side="right", out_type=tf.int64) - 1
-        piece_too_long = tf.gather(too_long, piece_words)
-        first_char = tf.where(piece_too_long, tf.gather(word_first, piece_words), first_char)
-        last_char = tf.where(piece_too_long, tf.gather(word_last, piece_words), last_char)
-        starts = tf.gather(tf.gather(source_starts, char_positions), first_char)
-        ends = tf.gather(tf.gather(source_ends, char_positions), last_char)
+        first_char = tf.where(tf.gather(too_long, piece_words),
+                              tf.gather(word_first, piece_words), first_char)
+        num_pieces = tf.size(first_char, out_type=tf.int64)
+        is_first = tf.scatter_nd(first_char[:, tf.newaxis], tf.ones_like(first_char),
+                                 tf.size(chars, out_type=tf.int64)[tf.newaxis])
+        char_pieces = tf.cumsum(is_first) - 1
+        starts = tf.math.unsorted_segment_min(tf.gather(source_starts, char_positions),
+                                              char_pieces, num_pieces)
+        ends = tf.math.unsorted_segment_max(tf.gather(source_ends, char_positions),
+                                            char_pieces, num_pieces)
 
         word_rows = tf.boolean_mask(out_rows, word_start)
         ids = tf.RaggedTensor.from_value_rowids(pieces, word_rows, nrows=codepoints.nrows(),
