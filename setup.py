@@ -29,6 +29,9 @@ setup(
     extras_require={
         "test": ["pytest", "nbclient", "nbformat", "ipykernel"],
         "tfds": ["tensorflow-datasets"],
+        # The peers of benchmarks/ (keras-hub goes in separately with --no-deps, see
+        # benchmarks/requirements.txt, so that it cannot replace keras or tensorflow).
+        "bench": ["torch==2.13.0", "transformers", "tokenizers"],
     },
     entry_points={
         "console_scripts": [
