@@ -1,12 +1,13 @@
 """In-graph BERT tokenizer with exactly the ids of the original `tokenization.py`.
 
-The original (google-research/bert) runs `BasicTokenizer` (clean the text, space out CJK
-ideographs, split on whitespace, lower-case and strip accents for uncased models, split off
-punctuation) then greedy longest-match-first WordPiece with "##" continuations; a word of more
-than 200 characters becomes [UNK]. `tensorflow_text.FastBertTokenizer` does the same thing
-fast but with compatibility-style normalization, so it gives other ids on a fraction of real
-text (U+2011 NON-BREAKING HYPHEN, U+2033 DOUBLE PRIME, superscripts, ligatures, soft hyphens in
-cased mode, ...).
+The original (google-research/bert) runs `BasicTokenizer` (drop NUL, U+FFFD and categories
+Cc/Cf, space out CJK ideographs, split on whitespace, lower-case and strip accents for uncased
+models, split off punctuation) then greedy longest-match-first WordPiece with "##"
+continuations; a word of more than 200 characters (not bytes) becomes [UNK].
+`tensorflow_text.FastBertTokenizer` does the same thing fast but with compatibility-style
+normalization, so it gives other ids on a fraction of real text (U+2011 NON-BREAKING HYPHEN,
+U+2033 DOUBLE PRIME, superscripts, ligatures, soft hyphens in cased mode, unassigned
+codepoints, ...).
 
 `BertTokenizer` gets both: every batch first goes through tf-text's fast normalizer and
 end-to-end WordPiece, and the rows that could differ from the original are tokenized again on
@@ -16,6 +17,10 @@ running tf-text's own ops on every assigned codepoint, and matched in the graph 
 pattern. The exact path looks up each codepoint in tables computed from Python's `unicodedata`
 (`bert_keras.unicode_tables`), fixes the two context rules (final sigma, canonical reordering),
 splits on spaces and runs WordPiece on single words.
+
+The tables follow the Unicode data of the Python that builds the tokenizer, as the original
+does; the pattern is checked against the tf-text that builds it. Both become constants of an
+exported SavedModel (which needs `import tensorflow_text` before loading).
 
 Example:
 
@@ -82,12 +87,13 @@ def fast_path_pattern(lower_case):
     UTF-8 (never matched by a class) all send a row to the exact path.
     """
     lower_case = bool(lower_case)
-    normalizer = tf_text.FastBertNormalizer(lower_case_nfd_strip_accents=lower_case)
     codepoints = ut.assigned_codepoints()
-    normalized = normalizer.normalize(
-        tf.constant([chr(cp).encode("utf-8") for cp in codepoints])).numpy()
-    texts = [value.decode("utf-8") for value in normalized]
-    kinds = _wordpiece_split_kinds(sorted(set("".join(texts))))
+    with tf.init_scope():  # eager even when a tokenizer is built inside a tf.function
+        normalizer = tf_text.FastBertNormalizer(lower_case_nfd_strip_accents=lower_case)
+        normalized = normalizer.normalize(
+            tf.constant([chr(cp).encode("utf-8") for cp in codepoints])).numpy()
+        texts = [value.decode("utf-8") for value in normalized]
+        kinds = _wordpiece_split_kinds(sorted(set("".join(texts))))
     uncased = ut.uncased_texts() if lower_case else {}
     safe = np.zeros(ut.MAX_CODEPOINT + 1, bool)
     for cp, text in zip(codepoints, texts):
