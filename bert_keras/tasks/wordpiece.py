@@ -41,7 +41,8 @@ def _is_whitespace(char):
 def _is_control(char):
     if char in ("\t", "\n", "\r"):
         return False
-    return unicodedata.category(char).startswith("C")
+    # As the original: only Cc and Cf; unassigned (Cn) and private-use (Co) characters stay.
+    return unicodedata.category(char) in ("Cc", "Cf")
 
 
 def _is_punctuation(char):
