@@ -23,6 +23,8 @@ setup(
         "absl-py",
         "numpy",
         "safetensors>=0.4",
+        # C CRC-32C for the TFRecords written by create_pretraining_data (a NumPy fallback exists).
+        "google-crc32c>=1.5",
         # TensorFlow 2.21 no longer installs it; the TensorBoard callbacks and summaries need it.
         "tensorboard",
     ],

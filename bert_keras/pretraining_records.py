@@ -13,9 +13,10 @@ Every record is a `tf.train.Example` with the features of google-research/bert's
 | `masked_lm_weights`    | float32 | max_predictions_per_seq |
 | `next_sentence_labels` | int64   | 1 (1 = B is a random next) |
 
-`encode_examples` writes the protocol-buffer bytes of many examples at once with NumPy (the same
-wire format as `tf.train.Example.SerializeToString`, which costs tens of microseconds per record);
-`pretraining_dataset` reads them back in batches for training.
+`instance_features` gives these features of an `InstanceBatch`; `bert_keras.example_encoding`
+serializes and frames many of them at once with NumPy (`encode_examples`,
+`encode_framed_examples`, re-exported here); `pretraining_dataset` reads them back in batches
+for training.
 
 Example:
 
@@ -32,6 +33,9 @@ import glob
 import os
 
 import numpy as np
+
+from bert_keras.example_encoding import (crc32c_rows, encode_examples,  # noqa: F401
+                                        encode_framed_examples, frame_records)
 
 SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
 PREDICTION_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
@@ -60,142 +64,7 @@ def feature_spec(max_seq_length, max_predictions_per_seq):
 
 
 # ---------------------------------------------------------------------------------------------
-# Writing: protocol-buffer wire format, vectorized.
-#
-# Example  = field 1 (Features, length-delimited)
-# Features = repeated field 1 (map entry: field 1 key string, field 2 Feature)
-# Feature  = field 2 FloatList | field 3 Int64List; each list is field 1, packed.
-
-
-def _varint_size(values):
-    values = np.asarray(values)
-    size = np.ones(values.shape, np.int8)
-    top = int(values.max()) if values.size else 0
-    for bits in (7, 14, 21, 28, 35, 42, 49, 56, 63):
-        if top < 1 << bits:
-            break
-        size += values >= (1 << bits)
-    return size.astype(np.int64)
-
-
-def _varint(value):
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _varint_stream(values):
-    """Varint bytes of non-negative ints [n, k], row-major: (uint8 stream, bytes per row [n])."""
-    values = np.asarray(values)
-    n = values.shape[0]
-    flat = values.reshape(-1)
-    if not flat.size or flat.max() < 128:
-        return flat.astype(np.uint8), np.full([n], values.size // max(n, 1), np.int64)
-    if flat.max() >= 1 << 32:
-        flat = flat.astype(np.uint64)
-    else:
-        flat = flat.astype(np.uint32)
-    size = _varint_size(flat)
-    groups = int(size.max())
-    # Byte j of every value as a column; the used bytes of row-major [values, groups] are the
-    # stream.
-    columns = [((flat >> (7 * j)) & 0x7F) | ((size > j + 1) << 7).astype(flat.dtype)
-               for j in range(groups)]
-    data = np.stack(columns, axis=1).astype(np.uint8)
-    used = size[:, None] > np.arange(groups)[None, :]
-    return data[used], size.reshape(n, -1).sum(axis=1)
-
-
-def _per_length_stream(lengths, make):
-    """Row i gets the bytes `make(lengths[i])`, computed once per distinct length."""
-    distinct, inverse = np.unique(lengths, return_inverse=True)
-    made = [np.frombuffer(make(int(length)), np.uint8) for length in distinct]
-    inverse = inverse.reshape(-1)
-    if len(made) == 1:
-        return np.tile(made[0], len(lengths)), np.full([len(lengths)], len(made[0]), np.int64)
-    width = max(len(m) for m in made)
-    table = np.zeros((len(made), width), np.uint8)
-    sizes = np.array([len(m) for m in made], np.int64)
-    for i, m in enumerate(made):
-        table[i, :len(m)] = m
-    used = np.arange(width)[None, :] < sizes[inverse][:, None]
-    return table[inverse][used], sizes[inverse]
-
-
-def _interleave_rows(parts, n):
-    """Concatenates, row by row, the rows of several parts.
-
-    Args:
-      parts: list of (stream uint8, bytes per row [n]); each stream holds its rows one after
-        the other.
-
-    Returns:
-      (buffer bytes, offsets int64 [n + 1]) with row i = part 0's row i + part 1's row i + ...
-    """
-    streams = [stream for stream, _ in parts]
-    lengths = np.stack([row_lengths for _, row_lengths in parts], axis=1)  # [n, parts]
-    source = np.concatenate(streams)
-    # Where each (part, row) block starts in `source`, and in the output.
-    part_sizes = np.array([len(stream) for stream in streams], np.int64)
-    part_starts = np.cumsum(part_sizes) - part_sizes
-    source_start = part_starts[None, :] + (np.cumsum(lengths, axis=0) - lengths)  # [n, parts]
-    output_start = (np.cumsum(lengths.reshape(-1)) - lengths.reshape(-1))
-    shift = np.repeat(source_start.reshape(-1) - output_start, lengths.reshape(-1))
-    out = source[np.arange(len(source), dtype=np.int64) + shift]
-    offsets = np.zeros([n + 1], np.int64)
-    np.cumsum(lengths.sum(axis=1), out=offsets[1:])
-    return out.tobytes(), offsets
-
-
-def _feature_entry_prefix(name, float_list, payload_length):
-    """Bytes of a Features map entry before its packed payload of `payload_length` bytes."""
-    key = name.encode()
-    packed = b"\x0a" + _varint(payload_length)  # list field 1, packed
-    list_length = len(packed) + payload_length
-    feature = (b"\x12" if float_list else b"\x1a") + _varint(list_length)
-    feature_length = len(feature) + list_length
-    entry = b"\x0a" + _varint(len(key)) + key + b"\x12" + _varint(feature_length)
-    entry_length = len(entry) + feature_length
-    return b"\x0a" + _varint(entry_length) + entry + feature + packed
-
-
-def encode_examples(features):
-    """Serialized `tf.train.Example`s of many records.
-
-    Args:
-      features: {name: array [n, k]}: integer arrays (non-negative) become Int64Lists, float
-        arrays FloatLists. Features are written in the given order.
-
-    Returns:
-      (buffer: bytes, offsets: int64 [n + 1]); record i is buffer[offsets[i]:offsets[i + 1]].
-    """
-    arrays = {name: np.asarray(values) for name, values in features.items()}
-    n = len(next(iter(arrays.values())))
-    parts = []
-    for name, values in arrays.items():
-        values = values.reshape(n, -1)
-        is_float = np.issubdtype(values.dtype, np.floating)
-        if is_float:
-            stream = np.ascontiguousarray(values.astype("<f4")).view(np.uint8).reshape(-1)
-            lengths = np.full([n], 4 * values.shape[1], np.int64)
-        else:
-            if values.size and values.min() < 0:
-                raise ValueError(f"{name}: negative values are not supported by this encoder")
-            stream, lengths = _varint_stream(values)
-        parts.append(_per_length_stream(
-            lengths, lambda p, name=name, is_float=is_float: _feature_entry_prefix(
-                name, is_float, p)))
-        parts.append((stream, lengths))
-    body_lengths = np.sum([lengths for _, lengths in parts], axis=0)
-    # Example: field 1 (Features), length-delimited.
-    head = _per_length_stream(body_lengths, lambda length: b"\x0a" + _varint(length))
-    return _interleave_rows([head] + parts, n)
+# Writing (the encoder itself is `bert_keras.example_encoding`).
 
 
 def instance_features(batch):
@@ -400,123 +269,3 @@ def model_inputs_and_labels(features):
     labels = {name: features[name] for name in
               ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")}
     return inputs, labels
-
-
-# ---------------------------------------------------------------------------------------------
-# TFRecord framing without TensorFlow: each record is
-#   uint64 length | uint32 masked_crc32c(length) | data | uint32 masked_crc32c(data)
-# (little-endian). Computing it here lets worker processes write final records without
-# importing TensorFlow.
-
-
-def _crc32c_tables():
-    """Slicing-by-4 tables of CRC-32C (reflected polynomial 0x82F63B78)."""
-    tables = np.zeros([4, 256], np.uint32)
-    for byte in range(256):
-        crc = byte
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-        tables[0, byte] = crc
-    for k in range(1, 4):
-        tables[k] = (tables[k - 1] >> 8) ^ tables[0][tables[k - 1] & 0xFF]
-    return tables
-
-
-_CRC32C_TABLES = _crc32c_tables()
-
-
-def crc32c_rows(data, lengths):
-    """CRC-32C (Castagnoli) of many byte strings at once, four bytes per step.
-
-    Args:
-      data: uint8 [n, width], row i's bytes first, anything after `lengths[i]`.
-      lengths: int [n].
-
-    Returns:
-      uint32 [n].
-    """
-    t0, t1, t2, t3 = _CRC32C_TABLES
-    lengths = np.asarray(lengths, np.int64)
-    n = len(lengths)
-    if n == 0:
-        return np.zeros([0], np.uint32)
-    # Longest first, so that the rows still running at any step are a prefix.
-    order = np.argsort(-lengths, kind="stable")
-    sorted_lengths = lengths[order]
-    width = -(-int(data.shape[1]) // 4) * 4
-    padded = np.zeros((n, width), np.uint8)
-    padded[:, :data.shape[1]] = data[order]
-    words = np.ascontiguousarray(padded.view("<u4").T)  # [steps, n]: each step is contiguous
-    crc = np.full([n], 0xFFFFFFFF, np.uint32)
-    full_words = sorted_lengths // 4
-    active = n
-    low = np.empty([n], np.uint32)
-    for step in range(int(full_words[0])):
-        while full_words[active - 1] <= step:
-            active -= 1
-        x = crc[:active]
-        np.bitwise_xor(x, words[step, :active], out=x)
-        b = low[:active]
-        np.bitwise_and(x, 0xFF, out=b)
-        out = t3[b]
-        np.right_shift(x, 8, out=b)
-        np.bitwise_and(b, 0xFF, out=b)
-        out ^= t2[b]
-        np.right_shift(x, 16, out=b)
-        np.bitwise_and(b, 0xFF, out=b)
-        out ^= t1[b]
-        np.right_shift(x, 24, out=b)
-        out ^= t0[b]
-        crc[:active] = out
-    rows = np.arange(n)
-    for extra in range(3):
-        tail = sorted_lengths % 4 > extra
-        if not tail.any():
-            break
-        byte = padded[rows[tail], full_words[tail] * 4 + extra]
-        part = crc[tail]
-        crc[tail] = t0[(part ^ byte) & 0xFF] ^ (part >> 8)
-    out = np.empty_like(crc)
-    out[order] = crc ^ np.uint32(0xFFFFFFFF)
-    return out
-
-
-def masked_crc32c(crc):
-    """The TFRecord masking of a CRC: rotate right by 15 bits, add 0xa282ead8."""
-    crc = np.asarray(crc, np.uint32).astype(np.uint64)
-    rotated = ((crc >> np.uint64(15)) | (crc << np.uint64(17))) & np.uint64(0xFFFFFFFF)
-    return ((rotated + np.uint64(0xA282EAD8)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-
-
-def frame_records(buffer, offsets):
-    """TFRecord framing of records `buffer[offsets[i]:offsets[i + 1]]`.
-
-    Returns:
-      (framed bytes, framed offsets int64 [n + 1]): concatenating any of the framed records
-      in any order gives a valid TFRecord file.
-    """
-    source = np.frombuffer(buffer, np.uint8)
-    lengths = np.diff(offsets).astype(np.int64)
-    n = len(lengths)
-    if n == 0:
-        return b"", np.zeros([1], np.int64)
-    width = int(lengths.max())
-    rows = np.zeros((n, width), np.uint8)
-    used = np.arange(width)[None, :] < lengths[:, None]
-    rows[used] = source[offsets[0]:offsets[-1]]
-    length_bytes = lengths.astype("<u8").view(np.uint8).reshape(n, 8)
-    length_crc = masked_crc32c(crc32c_rows(length_bytes, np.full([n], 8)))
-    data_crc = masked_crc32c(crc32c_rows(rows, lengths))
-    framed = np.zeros((n, width + 16), np.uint8)
-    framed[:, :8] = length_bytes
-    framed[:, 8:12] = length_crc.astype("<u4").view(np.uint8).reshape(n, 4)
-    framed[:, 12:12 + width] = rows
-    # The data CRC goes right after each row's data.
-    crc_bytes = data_crc.astype("<u4").view(np.uint8).reshape(n, 4)
-    columns = 12 + lengths[:, None] + np.arange(4)[None, :]
-    framed[np.arange(n)[:, None], columns] = crc_bytes
-    framed_lengths = lengths + 16
-    keep = np.arange(width + 16)[None, :] < framed_lengths[:, None]
-    framed_offsets = np.zeros([n + 1], np.int64)
-    np.cumsum(framed_lengths, out=framed_offsets[1:])
-    return framed[keep].tobytes(), framed_offsets

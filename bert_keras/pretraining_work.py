@@ -18,6 +18,7 @@ import numpy as np
 
 from bert_keras import pretraining_data
 from bert_keras import pretraining_records
+from bert_keras.example_encoding import encode_framed_examples
 from bert_keras.sentence_splitting import split_sentences
 from bert_keras.vocab import Vocabulary
 
@@ -105,15 +106,6 @@ def tokenize_block(block, config, tokenize):
     return documents, counts
 
 
-def _gather_records(buffer, offsets, order):
-    """The records at `order`, concatenated: (bytes, lengths int64)."""
-    source = np.frombuffer(buffer, np.uint8)
-    lengths = np.diff(offsets)[order]
-    new_starts = np.cumsum(lengths) - lengths
-    shift = np.repeat(offsets[:-1][order] - new_starts, lengths)
-    return source[np.arange(int(lengths.sum()), dtype=np.int64) + shift].tobytes(), lengths
-
-
 def process_block(index, documents, counts):
     """Phase 1 for one tokenized block (in a worker). Returns (index, the block's statistics)."""
     config = _WORKER["config"]
@@ -123,17 +115,17 @@ def process_block(index, documents, counts):
     n = len(batch)
     stats = dict(counts)
     stats.update(instance_stats(batch, options))
-    if n:
-        buffer, offsets = pretraining_records.encode_examples(
-            pretraining_records.instance_features(batch))
-        buffer, offsets = pretraining_records.frame_records(buffer, offsets)
-    else:
-        buffer, offsets = b"", np.zeros([1], np.int64)
     rng = np.random.default_rng(np.random.SeedSequence(seed + [1]))
     shard = rng.integers(0, config.num_output_shards, n)
     permutation = rng.permutation(n)
     order = permutation[np.argsort(shard[permutation], kind="stable")]
-    data, lengths = _gather_records(buffer, offsets, order)
+    if n:
+        # Framed records, grouped by shard and shuffled within each group.
+        data, offsets = encode_framed_examples(pretraining_records.instance_features(batch),
+                                               order)
+    else:
+        data, offsets = b"", np.zeros([1], np.int64)
+    lengths = np.diff(offsets)
     shard_counts = np.bincount(shard, minlength=config.num_output_shards)
     record_starts = np.zeros([config.num_output_shards + 1], np.int64)
     np.cumsum(shard_counts, out=record_starts[1:])

@@ -45,20 +45,6 @@ def random_batch(n, seed=0, vocab_size=30522):
                             lengths=lengths, replacement_counts=np.zeros([3], np.int64))
 
 
-def test_encoder_matches_protobuf():
-    rng = np.random.default_rng(0)
-    # Values across every varint width, and floats that are not 0/1.
-    big = np.array([[0, 1, 127, 128, 16383, 16384, 2 ** 21 - 1, 2 ** 21, 2 ** 28, 2 ** 35 - 1,
-                     2 ** 40, 2 ** 62]], np.int64)
-    features = {"a": np.repeat(big, 3, axis=0), "b": rng.random((3, 5)).astype(np.float32),
-                "c": np.array([[1], [0], [300]])}
-    buffer, offsets = pr.encode_examples(features)
-    for row in range(3):
-        record = buffer[offsets[row]:offsets[row + 1]]
-        expected = example_proto({name: values[row] for name, values in features.items()})
-        assert tf.train.Example.FromString(record) == expected
-
-
 def test_instance_records_parse_with_the_original_spec():
     batch = random_batch(50)
     records = pr.encode_instance_batch(batch)
@@ -215,21 +201,3 @@ def test_records_of_the_original_tool_are_read(tmp_path):
         assert np.all(weights.sum(axis=1) >= 1)
         count += len(ids)
     assert count > 10
-
-
-def test_framing_matches_tensorflow_writer(tmp_path):
-    rng = np.random.default_rng(5)
-    # Lengths 0 to 300 cover every tail length of the four-bytes-per-step CRC.
-    records = [rng.integers(0, 256, int(n)).astype(np.uint8).tobytes()
-               for n in rng.integers(0, 300, 200)] + [b"", b"a", b"ab", b"abc"]
-    offsets = np.zeros([len(records) + 1], np.int64)
-    np.cumsum([len(r) for r in records], out=offsets[1:])
-    framed, framed_offsets = pr.frame_records(b"".join(records), offsets)
-    path = str(tmp_path / "tf.tfrecord")
-    with tf.io.TFRecordWriter(path) as writer:
-        for record in records:
-            writer.write(record)
-    assert framed == open(path, "rb").read()
-    assert np.array_equal(np.diff(framed_offsets), np.diff(offsets) + 16)
-    # A known CRC-32C check value.
-    assert pr.crc32c_rows(np.frombuffer(b"123456789", np.uint8)[None, :], [9])[0] == 0xE3069283
