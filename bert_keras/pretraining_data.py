@@ -324,23 +324,27 @@ def pack_spans(token_ids, spans, max_seq_length, special):
       input_ids int32 [n, max_seq_length], segment_ids int32 [n, max_seq_length],
       lengths int32 [n], lengths of A int32 [n].
     """
-    length_a = (spans.a_end - spans.a_start)[:, None]
-    length_b = (spans.b_end - spans.b_start)[:, None]
-    position = np.arange(max_seq_length)[None, :]
-    in_a = (position >= 1) & (position <= length_a)
-    in_b = (position >= length_a + 2) & (position <= length_a + length_b + 1)
-    source = np.where(position <= length_a, spans.a_start[:, None] + position - 1,
-                      spans.b_start[:, None] + position - length_a - 2)
-    source = np.where(in_a | in_b, source, 0)
-    input_ids = np.where(in_a | in_b, token_ids[source] if len(token_ids) else 0, 0)
-    input_ids = input_ids.astype(np.int32)
-    lengths = (length_a + length_b + 3)[:, 0]
-    input_ids[:, 0] = special.cls_id
+    length_a = (spans.a_end - spans.a_start).astype(np.int32)
+    lengths = length_a + (spans.b_end - spans.b_start).astype(np.int32) + 3
+    position = np.arange(max_seq_length, dtype=np.int32)[None, :]
+    in_b = position >= (length_a + 2)[:, None]
+    # Position p reads token a_start + p - 1 in A and b_start + p - len(A) - 2 in B.
+    source = np.where(in_b, (spans.b_start - length_a - 2)[:, None],
+                      (spans.a_start - 1)[:, None]) + position
+    real = ((position > 0) & (position < (lengths - 1)[:, None])
+            & (position != (length_a + 1)[:, None]))
+    if len(token_ids):
+        np.clip(source, 0, len(token_ids) - 1, out=source)
+        input_ids = np.take(np.asarray(token_ids, np.int32), source)
+        input_ids *= real
+    else:
+        input_ids = np.zeros(source.shape, np.int32)
     rows = np.arange(len(spans))
-    input_ids[rows, length_a[:, 0] + 1] = special.sep_id
+    input_ids[:, 0] = special.cls_id
+    input_ids[rows, length_a + 1] = special.sep_id
     input_ids[rows, lengths - 1] = special.sep_id
-    segment_ids = ((position >= length_a + 2) & (position < lengths[:, None])).astype(np.int32)
-    return input_ids, segment_ids, lengths.astype(np.int32), length_a[:, 0].astype(np.int32)
+    segment_ids = (in_b & (position < lengths[:, None])).astype(np.int32)
+    return input_ids, segment_ids, lengths, length_a
 
 
 def num_to_predict(lengths, masked_lm_prob, max_predictions_per_seq):
