@@ -59,6 +59,7 @@ class MainJobOptions:
     preset: str = "tiny"
     max_seq_length: int = 128
     max_predictions_per_seq: int = 20
+    masked_lm_prob: float = 0.15
     dupe_factor: int = 10
     train_batch_size: int = 32
     num_train_steps: int = 2000
@@ -148,7 +149,7 @@ def create_data_stage(options, paths):
     instance_options = pretraining_data.InstanceOptions(
         max_seq_length=options.max_seq_length,
         max_predictions_per_seq=options.max_predictions_per_seq,
-        dupe_factor=options.dupe_factor)
+        masked_lm_prob=options.masked_lm_prob, dupe_factor=options.dupe_factor)
     results = {}
     for split, files, shards in (("train", options.input_files, 4), ("heldout", options.heldout_files, 1)):
         config = pretraining_pipeline.PipelineConfig(
@@ -315,6 +316,8 @@ def _define_flags():
     flags.DEFINE_integer("max_seq_length", defaults.max_seq_length, "Sequence length.")
     flags.DEFINE_integer("max_predictions_per_seq", defaults.max_predictions_per_seq,
                          "Masked positions per sequence.")
+    flags.DEFINE_float("masked_lm_prob", defaults.masked_lm_prob,
+                       "Share of the tokens to predict (at most max_predictions_per_seq).")
     flags.DEFINE_integer("dupe_factor", defaults.dupe_factor, "Passes over the corpus with new masks.")
     flags.DEFINE_integer("train_batch_size", defaults.train_batch_size, "Global batch size.")
     flags.DEFINE_integer("num_train_steps", defaults.num_train_steps, "Pre-training steps.")
@@ -339,5 +342,7 @@ def cli_main():
     """Entry point of the `bert-keras-main` console script and of tools/run_main_job.py."""
     from absl import app
 
+    # TensorFlow's C++ start-up messages (oneDNN, CUDA probing) would bury the stage display.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     _define_flags()
     app.run(_main)
