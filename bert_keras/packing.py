@@ -2,8 +2,8 @@
 
 `[CLS] A [SEP]` or `[CLS] A [SEP] B [SEP]`, padded to `seq_length`; pairs are truncated
 longest-first like the original `_truncate_seq_pair` (the longer segment loses its last
-wordpiece, B on ties). The graph code is shared with the exported preprocessor and task models
-(`bert_keras.export.preprocessor_export.pack_segments`), so all of them pack identically.
+wordpiece, B on ties). The same graph functions run inside the exported preprocessor and task
+models (`bert_keras.export`), so all of them pack identically.
 
 Example:
 
@@ -11,9 +11,11 @@ Example:
 >>> a = tf.ragged.constant([[7, 8, 9]])
 >>> b = tf.ragged.constant([[5, 6]])
 >>> special = {"start_of_sequence_id": 2, "end_of_segment_id": 3, "padding_id": 0}
->>> bert_pack_inputs([a, b], 7, special)["input_word_ids"].numpy().tolist()
-[[2, 7, 8, 3, 5, 3, 0]]
+>>> bert_pack_inputs([a, b], 7, special)["input_word_ids"].numpy().tolist()  # A loses 9
+[[2, 7, 8, 3, 5, 6, 3]]
 """
+
+import tensorflow as tf
 
 
 def bert_pack_inputs(segments, seq_length, special_ids):
@@ -28,8 +30,86 @@ def bert_pack_inputs(segments, seq_length, special_ids):
     Returns:
       dict of `input_word_ids`, `input_mask`, `input_type_ids`: int32 [batch, seq_length].
     """
-    from bert_keras.export.preprocessor_export import _flat_segment, pack_segments
-
-    flat = [_flat_segment(segment) for segment in segments]
+    flat = [flat_segment(segment) for segment in segments]
     return pack_segments(flat, seq_length, special_ids["start_of_sequence_id"],
                          special_ids["end_of_segment_id"], special_ids["padding_id"])
+
+
+def truncated_pair_lengths(length_a, length_b, budget):
+    """Lengths after the original `_truncate_seq_pair` (pop from the longer, B on ties).
+
+    All int32 [batch]. While the total exceeds `budget` the longer text loses its last
+    wordpiece; once both are equal they alternate, B first, so the result is
+    (ceil(budget / 2), floor(budget / 2)) when both stay longer than half the budget.
+    """
+    total = length_a + length_b
+    shorter = tf.minimum(length_a, length_b)
+    fits_by_cutting_longer = budget - shorter >= shorter
+    a_cut = tf.where(length_a > length_b, budget - length_b, length_a)
+    b_cut = tf.where(length_a > length_b, length_b, budget - length_a)
+    new_a = tf.where(fits_by_cutting_longer, a_cut, (budget + 1) // 2)
+    new_b = tf.where(fits_by_cutting_longer, b_cut, budget // 2)
+    over = total > budget
+    return tf.where(over, new_a, length_a), tf.where(over, new_b, length_b)
+
+
+def first_n(ragged, lengths):
+    """Keeps the first `lengths[i]` values of row i of a ragged [batch, (n)]."""
+    positions = tf.ragged.range(ragged.row_lengths(), dtype=tf.int64)
+    return tf.ragged.boolean_mask(ragged, positions < tf.cast(lengths, tf.int64)[:, None])
+
+
+def _column(value, rows):
+    return tf.RaggedTensor.from_tensor(tf.fill([rows, 1], tf.cast(value, tf.int32)))
+
+
+def dense_inputs(parts, seq_length, pad_id):
+    """The three int32 [rows, seq_length] inputs from (ragged ids [rows, (n)], type id) parts.
+
+    The parts are concatenated in order; `seq_length` may be a Python int (static shape) or
+    a scalar tensor. The rows must already fit.
+    """
+    ids = tf.concat([tf.cast(part, tf.int32) for part, _ in parts], axis=1)
+    types = tf.concat([tf.ones_like(tf.cast(part, tf.int32)) * type_id for part, type_id in parts],
+                      axis=1)
+
+    def pad(ragged, value):
+        dense = ragged.to_tensor(default_value=value)
+        dense = tf.pad(dense, [[0, 0], [0, seq_length - tf.shape(dense)[1]]],
+                       constant_values=value)
+        if isinstance(seq_length, int):
+            dense.set_shape([None, seq_length])
+        return dense
+
+    return {"input_word_ids": pad(ids, pad_id), "input_mask": pad(tf.ones_like(ids), 0),
+            "input_type_ids": pad(types, 0)}
+
+
+def pack_segments(segments, seq_length, cls_id, sep_id, pad_id):
+    """`[CLS] A [SEP] (B [SEP])` from one or two int ragged [batch, (n)] (see the module doc).
+
+    Returns the dict of the three int32 [batch, seq_length] encoder inputs.
+    """
+    rows = tf.shape(segments[0].row_lengths())[0]
+    if len(segments) == 1:
+        a = first_n(segments[0], tf.fill([rows], tf.maximum(seq_length - 2, 0)))
+        parts = [(_column(cls_id, rows), 0), (a, 0), (_column(sep_id, rows), 0)]
+    elif len(segments) == 2:
+        length_a, length_b = truncated_pair_lengths(
+            tf.cast(segments[0].row_lengths(), tf.int32),
+            tf.cast(segments[1].row_lengths(), tf.int32), tf.maximum(seq_length - 3, 0))
+        a, b = first_n(segments[0], length_a), first_n(segments[1], length_b)
+        parts = [(_column(cls_id, rows), 0), (a, 0), (_column(sep_id, rows), 0), (b, 1),
+                 (_column(sep_id, rows), 1)]
+    else:
+        raise ValueError(f"bert_pack_inputs takes one or two segments, got {len(segments)}")
+    return dense_inputs(parts, seq_length, pad_id)
+
+
+def flat_segment(segment):
+    """int32 ragged [batch, (wordpieces)] from [batch, (words), (wordpieces)] or itself."""
+    if not isinstance(segment, tf.RaggedTensor):
+        segment = tf.RaggedTensor.from_tensor(segment)
+    if segment.ragged_rank == 2:
+        segment = segment.merge_dims(1, 2)
+    return tf.cast(segment, tf.int32)

@@ -195,7 +195,7 @@ def test_regression_score(exported, loaded):
 def test_pair_truncation_is_the_original_rule():
     import tensorflow as tf
 
-    from bert_keras.export.preprocessor_export import truncated_pair_lengths
+    from bert_keras.packing import truncated_pair_lengths
     from bert_keras.tasks.encoding import truncate_pair
 
     lengths = [(a, b) for a in range(0, 14) for b in range(0, 14)]

@@ -61,7 +61,7 @@ import tensorflow as tf
 
 from bert_keras import model_dir as model_dir_lib
 from bert_keras.export.encoder_export import _Exportable, dtype_policy
-from bert_keras.export.preprocessor_export import dense_inputs, first_n, pack_segments
+from bert_keras.packing import dense_inputs, first_n, pack_segments
 
 logger = logging.getLogger("bert_keras.export")
 
