@@ -57,7 +57,7 @@ class PipelineConfig:
     """Settings of one `create_pretraining_data` run (flags of `tools/create_pretraining_data.py`).
 
     `block_bytes=0` picks the block size from the corpus size: about 1/100 of the task's input,
-    between 256 KiB and 4 MiB.
+    between 256 KiB and 1 MiB.
     """
 
     input_files: list
@@ -204,7 +204,7 @@ def _prepare_output_dir(config, manifest):
 
 def _auto_block_bytes(files):
     total = sum(os.path.getsize(f) for f in files)
-    return int(min(4 << 20, max(256 << 10, total // 100)))
+    return int(min(1 << 20, max(256 << 10, total // 100)))
 
 
 class _Progress:
@@ -261,16 +261,25 @@ class _LazyExecutor:
         self.num_workers = num_workers
         self.executor = None
 
+    def start(self):
+        """Starts every worker now (call it before this process loads TensorFlow)."""
+        if self.executor is not None:
+            return
+        if self.num_workers == 1:
+            self.executor = _InProcess(self.config)
+            return
+        # The main process runs TensorFlow, which does not survive fork.
+        context = multiprocessing.get_context("spawn")
+        self.executor = futures.ProcessPoolExecutor(
+            self.num_workers, mp_context=context, initializer=init_worker,
+            initargs=(self.config,))
+        # The pool starts a process per submitted task while none is idle: starting them all
+        # while this process is still small keeps each start (a fork, then exec) cheap.
+        for _ in range(self.num_workers):
+            self.executor.submit(int)
+
     def submit(self, function, *args):
-        if self.executor is None:
-            if self.num_workers == 1:
-                self.executor = _InProcess(self.config)
-            else:
-                # The main process runs TensorFlow, which does not survive fork.
-                context = multiprocessing.get_context("spawn")
-                self.executor = futures.ProcessPoolExecutor(
-                    self.num_workers, mp_context=context, initializer=init_worker,
-                    initargs=(self.config,))
+        self.start()
         return self.executor.submit(function, *args)
 
     def shutdown(self):
@@ -448,6 +457,7 @@ def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes
                 block_stats[block.index] = BlockFile(path).stats
                 continue
             if not tokenize:
+                executor.start()
                 tokenize.append(load_tokenizer(config.tokenizer, config.vocab_file,
                                                config.do_lower_case))
             ahead.append((block.index, threads.submit(tokenize_block, block, config,

@@ -25,6 +25,7 @@ from bert_keras.vocab import Vocabulary
 _BLOCK_MAGIC = b"BKPTBLK1"
 _MERGE_BUFFER_BYTES = 32 << 20
 _TOKENIZE_BATCH = 8192
+_ENCODE_BATCH = 4096
 
 
 class WorkFileError(RuntimeError):
@@ -59,9 +60,12 @@ def block_path(config, index):
 
 
 def write_atomic(path, data):
+    """Writes `data` (bytes, or a list of bytes written one after the other) to `path` via a
+    temporary file, so that `path` exists only complete."""
     temporary = f"{path}.tmp-{os.getpid()}"
     with open(temporary, "wb") as f:
-        f.write(data)
+        for part in [data] if isinstance(data, bytes) else data:
+            f.write(part)
     os.replace(temporary, path)
 
 
@@ -119,13 +123,16 @@ def process_block(index, documents, counts):
     shard = rng.integers(0, config.num_output_shards, n)
     permutation = rng.permutation(n)
     order = permutation[np.argsort(shard[permutation], kind="stable")]
-    if n:
-        # Framed records, grouped by shard and shuffled within each group.
-        data, offsets = encode_framed_examples(pretraining_records.instance_features(batch),
-                                               order)
-    else:
-        data, offsets = b"", np.zeros([1], np.int64)
-    lengths = np.diff(offsets)
+    # Framed records, grouped by shard and shuffled within each group, encoded a slice of
+    # `order` at a time (the encoder's slot matrices take a few KB per record).
+    features = pretraining_records.instance_features(batch)
+    pieces, lengths = [], [np.zeros([0], np.int64)]
+    for start in range(0, n, _ENCODE_BATCH):
+        rows = order[start:start + _ENCODE_BATCH]
+        data, offsets = encode_framed_examples({k: v[rows] for k, v in features.items()})
+        pieces.append(data)
+        lengths.append(np.diff(offsets))
+    lengths = np.concatenate(lengths)
     shard_counts = np.bincount(shard, minlength=config.num_output_shards)
     record_starts = np.zeros([config.num_output_shards + 1], np.int64)
     np.cumsum(shard_counts, out=record_starts[1:])
@@ -136,7 +143,7 @@ def process_block(index, documents, counts):
     header = (_BLOCK_MAGIC + struct.pack("<qqq", n, config.num_output_shards, len(stats_bytes))
               + record_starts.astype("<i8").tobytes() + byte_starts.astype("<i8").tobytes())
     write_atomic(block_path(config, index),
-                  header + lengths.astype("<u4").tobytes() + stats_bytes + data)
+                 [header, lengths.astype("<u4").tobytes(), stats_bytes] + pieces)
     return index, stats
 
 
