@@ -57,12 +57,12 @@ class MainJobOptions:
     do_lower_case: bool = True
     vocab_size: int = 5000
     preset: str = "tiny"
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
+    max_seq_length: int = 32
+    max_predictions_per_seq: int = 5
     masked_lm_prob: float = 0.15
     dupe_factor: int = 10
-    train_batch_size: int = 32
-    num_train_steps: int = 2000
+    train_batch_size: int = 128
+    num_train_steps: int = 3000
     learning_rate: float = 1e-3
     warmup_fraction: float = 0.05
     save_checkpoints_steps: int = 500
