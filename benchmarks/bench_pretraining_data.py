@@ -17,28 +17,29 @@ Usage:
     python benchmarks/bench_pretraining_data.py --wikitext_dir=/path/to/wikitext-2 \
         [--original_scales=1,4] [--scales=1,4,16] [--num_workers=2]
 
-Start-up (importing TensorFlow, building the tokenizer in every worker) takes seconds for both
-tools, so the rate reported is the marginal one: (instances at 4x - instances at 1x) /
-(seconds at 4x - seconds at 1x), which start-up cancels out of. Peak memory is the largest sum
+Start-up (importing TensorFlow, building the tokenizer) takes seconds for both tools, so the
+rate reported is the marginal one between the two largest corpora of each tool, e.g.
+(instances at 64x - instances at 16x) / (seconds at 64x - seconds at 16x), which start-up
+cancels out of. Peak memory is the largest sum
 of the proportional set sizes (Pss) of the tool's process tree, sampled every 20 ms.
 
-Printed by this script on the 2-core development machine (21 Nov 2026), while other jobs kept
-the machine busy (load average 5-6 on 2 cores), which slows the parallel tool more than the
-single-process original; the CPU-time figures do not depend on that:
+Printed by this script on the idle 2-core development machine (21 Nov 2026):
 
     machine: 2 cores; corpus 1x = 2.33 MB of sentence-split WikiText-2
-    original   1x:   28,006 instances    27.8 s (  12.5 CPU s) peak RSS     466 MiB
-    original   4x:  110,804 instances   102.2 s (  37.2 CPU s) peak RSS     806 MiB
-    ours       1x:   27,144 instances    34.2 s (  11.1 CPU s) peak RSS     697 MiB  random next 0.536
-    ours       4x:  110,830 instances    43.0 s (  14.5 CPU s) peak RSS     741 MiB  random next 0.541
-    ours      16x:  442,811 instances    62.7 s (  25.1 CPU s) peak RSS     824 MiB  random next 0.544
-    marginal rate: original 1,114 instances/s (1x->4x), ours 14,564 instances/s (1x->16x): 13.1x
-    marginal instances per CPU second: original 3,345, ours 29,686: 8.9x
-    end to end at 1x (start-up included): 0.8x
+    original   1x:   28,006 instances    12.6 s (  11.7 CPU s) peak RSS     740 MiB
+    original   4x:  110,804 instances    35.7 s (  33.2 CPU s) peak RSS    1051 MiB
+    ours       1x:   27,791 instances     9.7 s (   9.2 CPU s) peak RSS    1000 MiB  random next 0.542
+    ours       4x:  112,240 instances    11.0 s (  11.2 CPU s) peak RSS    1019 MiB  random next 0.549
+    ours      16x:  443,911 instances    14.9 s (  17.4 CPU s) peak RSS    1044 MiB  random next 0.545
+    ours      64x: 1,770,459 instances    30.0 s (  42.2 CPU s) peak RSS    1177 MiB  random next 0.543
+    ours       1x, 1024 KiB blocks:   27,333 instances     9.7 s peak RSS    1114 MiB
+    ours      64x, 1024 KiB blocks: 1,770,459 instances    30.7 s peak RSS    1168 MiB
+    marginal rate: original 3,586 instances/s (1x->4x), ours 87,860 instances/s (16x->64x): 24.5x
+    marginal instances per CPU second: original 3,851, ours 53,651: 13.9x
+    end to end at 1x (start-up included): 1.3x
+    end to end at 4x (start-up included): 3.2x
 
-An earlier run at load ~3 gave: original 2,065 instances/s, ours 24,191 instances/s (11.7x),
-per CPU second 3,391 vs 30,086 (8.9x). The 20x target of the issue is not reached: see
-docs/pretraining_data.md.
+See docs/pretraining_data.md for what the memory figures mean.
 """
 
 import argparse
@@ -156,15 +157,16 @@ def run_original(corpus, work):
     return {"seconds": seconds, "peak_rss_mib": peak, "instances": instances, "cpu_seconds": cpu}
 
 
-def run_ours(corpus, work, num_workers, num_shards):
-    output_dir = os.path.join(work, f"ours-{os.path.basename(corpus)}")
+def run_ours(corpus, work, num_workers, num_shards, block_size_kib=0):
+    output_dir = os.path.join(work, f"ours-{os.path.basename(corpus)}-{block_size_kib}")
     for path in glob.glob(os.path.join(output_dir, "*")):
         os.remove(path)
     seconds, peak, _, cpu = run_measured([
         sys.executable, os.path.join(ROOT, "tools", "create_pretraining_data.py"),
         f"--input_file={corpus}", f"--output_dir={output_dir}", f"--vocab_file={vocab_path()}",
         "--do_lower_case", *SETTINGS, f"--num_workers={num_workers}",
-        f"--num_output_shards={num_shards}", "--noprogress"])
+        f"--num_output_shards={num_shards}", f"--block_size_kib={block_size_kib}",
+        "--noprogress"])
     with open(os.path.join(output_dir, "stats.json")) as f:
         stats = json.load(f)
     for path in glob.glob(os.path.join(output_dir, "*")):
@@ -190,6 +192,9 @@ def main():
     parser.add_argument("--num_output_shards", type=int, default=16)
     parser.add_argument("--work_dir", default=None)
     parser.add_argument("--output_json", default=None)
+    parser.add_argument("--fixed_block_size_kib", type=int, default=1024,
+                        help="also run the smallest and largest corpora with this block size, "
+                             "to show memory at a fixed block size (0: skip)")
     args = parser.parse_args()
     work = args.work_dir or tempfile.mkdtemp(prefix="bench_pretraining_")
     scales = [int(s) for s in args.scales.split(",") if s]
@@ -215,6 +220,17 @@ def main():
               f"({result['cpu_seconds']:6.1f} CPU s) "
               f"peak RSS {result['peak_rss_mib']:7.0f} MiB  random next "
               f"{result['random_next_fraction']:.3f}", flush=True)
+    if args.fixed_block_size_kib and len(scales) >= 2:
+        # The automatic block size grows with the corpus up to 1 MiB (reached at 100 MB of
+        # input), and memory with it; at a fixed block size memory does not depend on the corpus.
+        report["fixed_block"] = {}
+        for scale in (min(scales), max(scales)):
+            result = run_ours(corpora[scale], work, args.num_workers, args.num_output_shards,
+                              args.fixed_block_size_kib)
+            report["fixed_block"][scale] = result
+            print(f"ours     {scale:3d}x, {args.fixed_block_size_kib} KiB blocks: "
+                  f"{result['instances']:8,} instances {result['seconds']:7.1f} s "
+                  f"peak RSS {result['peak_rss_mib']:7.0f} MiB", flush=True)
     if len(original_scales) >= 2 and len(scales) >= 2:
         # Marginal rates between the two largest corpora of each tool: start-up (seconds, and
         # varying by a second or two from run to run) cancels out.
