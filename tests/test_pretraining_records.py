@@ -11,20 +11,9 @@ import tensorflow as tf
 
 from bert_keras import pretraining_data as pd
 from bert_keras import pretraining_records as pr
+from test_example_encoding import example_proto
 
 SEQ, PRED = 16, 4
-
-
-def example_proto(features):
-    """The original tool's way: a tf.train.Example built field by field."""
-    feature = {}
-    for name, values in features.items():
-        values = np.asarray(values).reshape(-1)
-        if np.issubdtype(values.dtype, np.floating):
-            feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values.tolist()))
-        else:
-            feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values.tolist()))
-    return tf.train.Example(features=tf.train.Features(feature=feature))
 
 
 def random_batch(n, seed=0, vocab_size=30522):
