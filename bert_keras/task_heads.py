@@ -68,7 +68,7 @@ class ClassificationHead(keras.layers.Layer):
         self.built = True
 
     def call(self, pooled_output, training=None):
-        logits = self.dense(self.dropout(pooled_output, training=training))  # [b, classes]
+        logits = self.dense(self.dropout(pooled_output, training=training))  # [..., classes]
         return ops.cast(logits, "float32")
 
     def compute_output_shape(self, pooled_output_shape):
@@ -178,7 +178,7 @@ class MultipleChoiceHead(keras.layers.Layer):
         return config
 
 
-class TokenTaggingHead(keras.layers.Layer):
+class TokenTaggingHead(ClassificationHead):
     """A label per token: dropout + dense on every position of `sequence_output`.
 
     For NER the paper predicts each word's tag from its first WordPiece only; which positions
@@ -197,34 +197,11 @@ class TokenTaggingHead(keras.layers.Layer):
     TensorShape([2, 5, 9])
     """
 
-    def __init__(self, num_classes, dropout_rate=0.1, initializer_range=0.02, **kwargs):
-        super().__init__(**kwargs)
-        self.num_classes = num_classes
-        self.dropout_rate = dropout_rate
-        self.initializer_range = initializer_range
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
-        self.dense = keras.layers.Dense(num_classes, kernel_initializer=_initializer(initializer_range),
-                                        name="dense", dtype=self.dtype_policy)
-
-    def build(self, sequence_output_shape):
-        self.dense.build(sequence_output_shape)
-        self.built = True
-
-    def call(self, sequence_output, training=None):
-        logits = self.dense(self.dropout(sequence_output, training=training))  # [b, s, classes]
-        return ops.cast(logits, "float32")
+    # The classification head's layers: its dense layer acts on the last axis, here every
+    # position's hidden state.
 
     def compute_output_shape(self, sequence_output_shape):
         return tuple(sequence_output_shape[:2]) + (self.num_classes,)
-
-    def weight_map(self):
-        return _dense_weights("", self.dense)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(num_classes=self.num_classes, dropout_rate=self.dropout_rate,
-                      initializer_range=self.initializer_range)
-        return config
 
 
 class FeatureBasedBiLSTMHead(keras.layers.Layer):
