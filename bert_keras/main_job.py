@@ -342,7 +342,5 @@ def cli_main():
     """Entry point of the `bert-keras-main` console script and of tools/run_main_job.py."""
     from absl import app
 
-    # TensorFlow's C++ start-up messages (oneDNN, CUDA probing) would bury the stage display.
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     _define_flags()
     app.run(_main)
