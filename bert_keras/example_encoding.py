@@ -8,8 +8,8 @@ How: every field of every record gets fixed *slots* in one uint8 matrix [records
 bool matrix saying which slots are used (a varint of a value below 2**14 uses 2 of its 3 slots,
 say). Row-major order of the used slots is then the records one after the other, so a single
 boolean selection turns the matrix into the output. Framing adds the TFRecord header slots in
-front of each row and the data CRC slots at its end; reordering records (for the shuffle) is a
-row gather of the matrix before that selection.
+front of each row and the data CRC slots at its end (`frame_records` frames records that are
+already serialized the same way, from their bytes laid out as rows).
 
 Wire format written (the same bytes as protobuf's own serializer):
 
@@ -28,7 +28,7 @@ Example:
 >>> buffer, offsets = encode_examples({"ids": np.array([[1, 300], [2, 5]])})
 >>> offsets.tolist()
 [0, 18, 35]
->>> framed, framed_offsets = encode_framed_examples({"ids": np.array([[1, 300], [2, 5]])}, [1, 0])
+>>> framed, framed_offsets = encode_framed_examples({"ids": np.array([[2, 5], [1, 300]])})
 >>> framed_offsets.tolist()
 [0, 33, 67]
 """
@@ -210,31 +210,33 @@ def encode_examples(features):
     return _select(*_stack(pieces, n))
 
 
-def encode_framed_examples(features, order=None):
-    """`encode_examples`, framed as TFRecords, in the record order `order` (default: as given).
+def encode_framed_examples(features):
+    """`encode_examples`, framed as TFRecords.
 
     Returns:
       (framed bytes, offsets int64 [n + 1]): a valid TFRecord file, and each framed record's
       place in it (any concatenation of framed records is a valid TFRecord file too).
     """
     pieces, n = _example_slots(features)
-    data, used = _stack(pieces, n)
+    return _select_framed(*_stack(pieces, n))
+
+
+def _select_framed(data, used, use_c=True):
+    """TFRecords of the rows of a slot matrix: header slots in front of each row's used slots,
+    CRC slots after them, then one selection. Returns (framed bytes, offsets int64 [n + 1])."""
+    n = len(data)
     lengths = used.sum(axis=1)
     length_bytes = lengths.astype("<u8").view(np.uint8).reshape(n, 8)
     length_crc = masked_crc32c(crc32c_rows(length_bytes, np.full([n], 8)))
     framed = np.concatenate([length_bytes, length_crc.astype("<u4").view(np.uint8).reshape(n, 4),
                              data, np.zeros([n, 4], np.uint8)], axis=1)
     framed_used = np.concatenate([np.ones([n, 12], bool), used, np.ones([n, 4], bool)], axis=1)
-    if order is not None:
-        order = np.asarray(order, np.int64)
-        framed, framed_used = framed[order], framed_used[order]
-        lengths = lengths[order]
     offsets = np.zeros([n + 1], np.int64)
     np.cumsum(lengths + 16, out=offsets[1:])
     out = framed[framed_used]
     # The data CRCs (four zero slots so far) from the records in place.
     data_starts = offsets[:-1] + 12
-    crc = masked_crc32c(_record_crcs(out, data_starts, data_starts + lengths))
+    crc = masked_crc32c(_record_crcs(out, data_starts, data_starts + lengths, use_c))
     out[(offsets[1:] - 4)[:, None] + np.arange(4)] = (
         crc.astype("<u4").view(np.uint8).reshape(n, 4))
     return out.tobytes(), offsets
@@ -351,18 +353,12 @@ def frame_records(buffer, offsets, use_c=True):
       in any order gives a valid TFRecord file.
     """
     offsets = np.asarray(offsets, np.int64)
-    n = len(offsets) - 1
-    if n == 0:
+    if len(offsets) < 2:
         return b"", np.zeros([1], np.int64)
-    source = np.frombuffer(buffer, np.uint8)
-    starts, lengths = offsets[:-1], np.diff(offsets)
-    length_bytes = lengths.astype("<u8").view(np.uint8).reshape(n, 8)
-    length_crc = masked_crc32c(crc32c_rows(length_bytes, np.full([n], 8)))
-    data_crc = masked_crc32c(_record_crcs(source, starts, offsets[1:], use_c))
-    parts = []
-    for i, (start, length) in enumerate(zip(starts.tolist(), lengths.tolist())):
-        parts.extend([length_bytes[i].tobytes(), length_crc[i:i + 1].astype("<u4").tobytes(),
-                      buffer[start:start + length], data_crc[i:i + 1].astype("<u4").tobytes()])
-    framed_offsets = np.zeros([n + 1], np.int64)
-    np.cumsum(lengths + 16, out=framed_offsets[1:])
-    return b"".join(parts), framed_offsets
+    # The records as left-aligned rows of a slot matrix.
+    lengths = np.diff(offsets)
+    width = int(lengths.max())
+    used = np.arange(width)[None, :] < lengths[:, None]
+    rows = np.zeros(used.shape, np.uint8)
+    rows[used] = np.frombuffer(buffer, np.uint8)[offsets[0]:offsets[-1]]
+    return _select_framed(rows, used, use_c)

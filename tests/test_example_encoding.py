@@ -62,7 +62,7 @@ def test_framed_examples_in_any_order_match_the_tensorflow_writer(tmp_path, monk
                 "masked_lm_weights": rng.random((n, 3)).astype(np.float32),
                 "next_sentence_labels": rng.integers(0, 2, (n, 1))}
     order = rng.permutation(n)
-    framed, offsets = ee.encode_framed_examples(features, order)
+    framed, offsets = ee.encode_framed_examples({k: v[order] for k, v in features.items()})
     protos = [example_proto({k: v[i] for k, v in features.items()}).SerializeToString(
         deterministic=True) for i in order]
     assert framed == tensorflow_file(tmp_path, protos)
