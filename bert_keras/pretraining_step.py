@@ -57,7 +57,8 @@ def build_training_state(config, strategy, options, with_optimizer=True):
                 variable_map, options.learning_rate, options.num_train_steps, options.num_warmup_steps,
                 optimizer=options.optimizer, weight_decay=options.weight_decay,
                 epsilon=options.adam_epsilon, clip_norm=options.clip_norm,
-                mixed_precision=options.mixed_precision)
+                mixed_precision=options.mixed_precision,
+                bias_correction=options.adam_bias_correction)
         step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
     # Dropout's random state, so that a resumed run draws the masks an uninterrupted one would.
     seeds = [v for v in model.non_trainable_variables if "seed_generator" in v.path]

@@ -45,12 +45,15 @@ def _clip(grads, clip_norm):
     return [g * clip_norm / max(norm, clip_norm) for g in grads], norm
 
 
-def test_adamw_matches_the_released_adam_weight_decay_optimizer():
+@pytest.mark.parametrize("bias_correction", [True, False], ids=["adamw", "released_uncorrected"])
+def test_adamw_matches_adam_with_decoupled_weight_decay(bias_correction):
+    """True: Adam's bias-corrected moments (PyTorch's and Keras' AdamW); False: the released
+    `AdamWeightDecayOptimizer`, which has no bias correction."""
     rng = np.random.default_rng(0)
     variable_map = _variables(rng)
     weights = {name: v.numpy().astype(np.float64) for name, v in variable_map.items()}
     optimizer = optimization.create_optimizer(variable_map, learning_rate=0.1, num_train_steps=10,
-                                              num_warmup_steps=2)
+                                              num_warmup_steps=2, bias_correction=bias_correction)
     m = {name: 0.0 for name in weights}
     v = {name: 0.0 for name in weights}
     norms = []
@@ -63,7 +66,11 @@ def test_adamw_matches_the_released_adam_weight_decay_optimizer():
         for (name, w), g in zip(weights.items(), clipped):
             m[name] = 0.9 * m[name] + 0.1 * g
             v[name] = 0.999 * v[name] + 0.001 * g * g
-            update = m[name] / (np.sqrt(v[name]) + 1e-6)  # no bias correction, as released
+            m_hat, v_hat = m[name], v[name]
+            if bias_correction:
+                m_hat = m_hat / (1 - 0.9 ** (step + 1))
+                v_hat = v_hat / (1 - 0.999 ** (step + 1))
+            update = m_hat / (np.sqrt(v_hat) + 1e-6)
             if not any(part in name for part in ("LayerNorm", "layer_norm", "bias")):
                 update = update + 0.01 * w
             weights[name] = w - lr * update

@@ -53,6 +53,9 @@ flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "adamw: the paper's A
                   "decay; lamb: layer-wise adaptive moments for large batches.")
 flags.DEFINE_float("weight_decay", 0.01, "Weight decay (not on LayerNorm and biases).")
 flags.DEFINE_float("adam_epsilon", 1e-6, "Adam epsilon.")
+flags.DEFINE_bool("adam_bias_correction", True, "Bias-correct Adam's moments, as PyTorch's and Keras' "
+                  "AdamW; --noadam_bias_correction is the original release's update (which learns far "
+                  "less at short budgets).")
 flags.DEFINE_float("clip_norm", 1.0, "Clip gradients to this global norm (0: no clipping).")
 flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
                   "Compute dtype; layer norms and softmax stay float32; mixed_float16 adds loss scaling.")
@@ -99,7 +102,8 @@ def main(argv):
         max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
         num_train_steps=FLAGS.num_train_steps, num_warmup_steps=FLAGS.num_warmup_steps,
         learning_rate=FLAGS.learning_rate, optimizer=FLAGS.optimizer, weight_decay=FLAGS.weight_decay,
-        adam_epsilon=FLAGS.adam_epsilon, clip_norm=FLAGS.clip_norm,
+        adam_epsilon=FLAGS.adam_epsilon,
+        adam_bias_correction=FLAGS.adam_bias_correction, clip_norm=FLAGS.clip_norm,
         mixed_precision=FLAGS.mixed_precision,
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
         steps_per_execution=FLAGS.steps_per_execution,

