@@ -27,7 +27,7 @@ OURS = ("ours_keras", "ours_keras_xla", "ours_savedmodel")
 
 
 def model_config(name):
-    from bert_keras.config import BertConfig
+    from bert_keras.model.config import BertConfig
     if name == "L6_H384":  # the MiniLM shape: 6 layers, hidden 384, 12 heads
         return BertConfig(hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
                           intermediate_size=1536)
@@ -46,8 +46,8 @@ def make_inputs(config, batch, seq, seed=0):
 
 def ours_contenders(config, precision, wanted, export_root):
     import tensorflow as tf
-    from bert_keras import checkpoint_names
-    from bert_keras.encoder import build_encoder
+    from bert_keras.model import checkpoint_names
+    from bert_keras.model.encoder import build_encoder
     from bert_keras.export import export_encoder
     policy = "mixed_bfloat16" if precision == "bfloat16" else "float32"
     encoder = build_encoder(config, dtype=policy)

@@ -1,7 +1,7 @@
 """Speed and memory of tools/create_pretraining_data.py against the original tool.
 
 Corpus: WikiText-2 valid + test (2.3 MB, 120 articles), split into sentences by
-`bert_keras.sentence_splitting` and written in the original format (one sentence per line, a
+`bert_keras.text.sentence_splitting` and written in the original format (one sentence per line, a
 blank line between articles), repeated 1x, 4x and 16x. Settings of both tools: the uncased
 30,522-token BERT vocabulary, max_seq_length 128, max_predictions_per_seq 20, masked_lm_prob
 0.15, dupe_factor 5, random_seed 12345.
@@ -57,8 +57,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bert_keras.pretraining_corpus import iter_documents  # noqa: E402
-from bert_keras.sentence_splitting import split_sentences  # noqa: E402
+from bert_keras.data.corpus import iter_documents  # noqa: E402
+from bert_keras.text.sentence_splitting import split_sentences  # noqa: E402
 
 ORIGINAL_SHIM = """
 import sys

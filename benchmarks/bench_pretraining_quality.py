@@ -33,7 +33,6 @@ Writes benchmarks/results/pretraining_quality.json.
 
 import argparse
 import collections
-import glob
 import json
 import os
 import subprocess
@@ -48,8 +47,8 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import bench_common  # noqa: E402  (hides triton before torch loads)
 import numpy as np  # noqa: E402
 
-from bert_keras.pretraining_corpus import iter_documents  # noqa: E402
-from bert_keras.sentence_splitting import split_sentences  # noqa: E402
+from bert_keras.data.corpus import iter_documents  # noqa: E402
+from bert_keras.text.sentence_splitting import split_sentences  # noqa: E402
 
 SEQ_LENGTH = 128
 PREDICTIONS = 20
@@ -89,9 +88,9 @@ def write_records(corpus, output_dir, vocab, dupe_factor):
 def read_batches(pattern, vocab, steps, shuffle):
     """`steps` batches of bert_keras' input pipeline as NumPy dicts (training order if shuffled)."""
     import tensorflow as tf
-    from bert_keras import pretraining
-    from bert_keras import pretraining_input
-    from bert_keras.vocab import Vocabulary
+    from bert_keras.pretraining import run as pretraining
+    from bert_keras.pretraining import inputs as pretraining_input
+    from bert_keras.text.vocab import Vocabulary
 
     options = pretraining.PretrainingOptions(input_files=pattern, output_dir="unused",
                                              train_batch_size=BATCH, max_seq_length=SEQ_LENGTH,
@@ -132,7 +131,7 @@ def baselines(train_batches, heldout_batches):
 
 # ------------------------------------------------------------------------------------- ours
 def train_ours(preset, steps, pattern, heldout_pattern, vocab, out_dir, bias_correction=True):
-    from bert_keras import pretraining
+    from bert_keras.pretraining import run as pretraining
 
     options = pretraining.PretrainingOptions(
         input_files=pattern, output_dir=out_dir, config=preset, vocab_file=vocab,
@@ -156,7 +155,7 @@ def train_ours(preset, steps, pattern, heldout_pattern, vocab, out_dir, bias_cor
 def _hf_model(preset, vocab_size):
     import torch
     import transformers
-    from bert_keras.config import BertConfig
+    from bert_keras.model.config import BertConfig
 
     config = BertConfig.from_preset(preset, vocab_size=vocab_size)
     torch.manual_seed(SEED)

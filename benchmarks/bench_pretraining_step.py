@@ -69,7 +69,7 @@ def tf_train_step(model, forward):
 
 
 def ours(config, policy):
-    from bert_keras.pretraining_model import build_pretraining_model
+    from bert_keras.model.pretraining_model import build_pretraining_model
     model = build_pretraining_model(config, dtype=policy)
 
     def forward(model, batch):
@@ -144,7 +144,7 @@ def hf_peer(config, precision):
 
 
 def main(argv=None):
-    from bert_keras.config import BertConfig
+    from bert_keras.model.config import BertConfig
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="small:32,base:8", help="PRESET:BATCH, comma separated")
     parser.add_argument("--precisions", default="float32,bfloat16")

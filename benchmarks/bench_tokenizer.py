@@ -33,7 +33,7 @@ def main(argv=None):
 
     import tensorflow as tf
     import transformers
-    from bert_keras.tokenizer import BertTokenizer
+    from bert_keras.text.tokenizer import BertTokenizer
 
     lines = bench_common.read_lines(args.corpus, args.lines)
     batches = [lines[i:i + args.batch_size] for i in range(0, len(lines), args.batch_size)]

@@ -61,9 +61,9 @@ def main(argv=None):
     import tensorflow as tf
     import tensorflow_text as tf_text
 
-    from bert_keras import unicode_tables
-    from bert_keras.tokenizer import BertTokenizer, fast_path_pattern
-    from bert_keras.vocab import Vocabulary
+    from bert_keras.text import unicode_tables
+    from bert_keras.text.tokenizer import BertTokenizer, fast_path_pattern
+    from bert_keras.text.vocab import Vocabulary
     from reference_tokenization import ReferenceTokenizer
 
     lines = bench_common.read_lines(args.corpus, args.lines)

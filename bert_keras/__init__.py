@@ -1,5 +1,22 @@
 """bert_keras: BERT (Devlin et al., 2019) in Keras 3 on TensorFlow.
 
+The subpackages follow the data's path, and a model directory (config, vocabulary, weights) is
+the currency between them:
+
+    text/         vocabulary, vocabulary builder, the in-graph WordPiece tokenizer, packing,
+                  the preprocessor, sentence splitting
+    data/         pre-training data: corpus reading, instance creation (masking, next sentence),
+                  TFRecord encoding, the parallel writer, the record reader
+    model/        config, layers, encoder, pre-training heads and model, checkpoint names,
+                  the model directory, converters
+    pretraining/  input pipeline, dynamic masking, losses, the training step, the run
+    finetuning/   task heads and models, the task families (`tasks/`), the run
+    metrics/      the paper's metrics (GLUE, SQuAD, CoNLL)
+    export/       SavedModels: preprocessor, encoder, raw-text task models
+    main_job.py   the whole pipeline on the bundled corpus
+
+`optimization` (AdamW, LAMB, the schedule) and `distribution` (strategies) serve both trainers.
+
 Example:
 
 >>> import bert_keras  # doctest: +SKIP
@@ -14,22 +31,33 @@ __version__ = "0.1.0"
 
 # Public names, imported on first use so that `import bert_keras` stays light.
 _EXPORTS = {
-    "BertConfig": "bert_keras.config",
-    "build_encoder": "bert_keras.encoder",
-    "load_encoder": "bert_keras.encoder",
-    "build_pretraining_model": "bert_keras.pretraining_model",
-    "load_pretraining_model": "bert_keras.pretraining_model",
-    "load_preprocessor": "bert_keras.preprocessor",
-    "BertPreprocessor": "bert_keras.preprocessor",
-    "BertTokenizer": "bert_keras.tokenizer",
-    "bert_pack_inputs": "bert_keras.packing",
-    "Vocabulary": "bert_keras.vocab",
+    "BertConfig": "bert_keras.model.config",
+    "build_encoder": "bert_keras.model.encoder",
+    "load_encoder": "bert_keras.model.encoder",
+    "build_pretraining_model": "bert_keras.model.pretraining_model",
+    "load_pretraining_model": "bert_keras.model.pretraining_model",
+    "load_preprocessor": "bert_keras.text.preprocessor",
+    "BertPreprocessor": "bert_keras.text.preprocessor",
+    "BertTokenizer": "bert_keras.text.tokenizer",
+    "bert_pack_inputs": "bert_keras.text.packing",
+    "Vocabulary": "bert_keras.text.vocab",
 }
 
-__all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'bert_keras' has no attribute {name!r}")
+def lazy_exports(package, exports):
+    """`(__getattr__, __all__)` for a package whose public names load on first use.
+
+    `exports`: {public name: module defining it}. Keeps `import bert_keras...` light: TensorFlow
+    loads only when a name that needs it is used.
+    """
+
+    def __getattr__(name):
+        if name in exports:
+            return getattr(importlib.import_module(exports[name]), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__, sorted(exports)
+
+
+__getattr__, __all__ = lazy_exports("bert_keras", _EXPORTS)

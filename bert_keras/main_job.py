@@ -2,10 +2,10 @@
 
 Stages, each a library function of this package, each leaving its output under `work_dir`:
 
-1. vocab      raw text -> `vocab/vocab.txt` (WordPiece, `bert_keras.vocab_builder`)
+1. vocab      raw text -> `vocab/vocab.txt` (WordPiece, `bert_keras.text.vocab_builder`)
 2. data       raw text -> `data/train/*.tfrecord`, `data/heldout/*.tfrecord`
-              (`bert_keras.pretraining_pipeline`, the original masking and next-sentence algorithm)
-3. pretrain   TFRecords -> `model/` (a model directory; `bert_keras.pretraining`)
+              (`bert_keras.data.pipeline`, the original masking and next-sentence algorithm)
+3. pretrain   TFRecords -> `model/` (a model directory; `bert_keras.pretraining.run`)
 4. evaluate   MLM and NSP accuracy on the held-out records
 5. export     `model/` -> `export/preprocessor`, `export/encoder` (SavedModels, `bert_keras.export`)
 6. demo       reloads both SavedModels with `tf.saved_model.load` and prints the top-5 tokens the
@@ -27,7 +27,7 @@ import json
 import os
 import time
 
-from bert_keras.config import write_text_atomic
+from bert_keras.model.config import write_text_atomic
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 DEFAULT_TRAIN_FILE = os.path.join(DATA_DIR, "wikitext_train.txt")
@@ -134,7 +134,7 @@ class _Stages:
 
 
 def build_vocab_stage(options, paths):
-    from bert_keras import vocab_builder
+    from bert_keras.text import vocab_builder
 
     tokens = vocab_builder.build_vocabulary(_files(options.input_files), options.vocab_size,
                                             lower_case=options.do_lower_case)
@@ -144,7 +144,8 @@ def build_vocab_stage(options, paths):
 
 
 def create_data_stage(options, paths):
-    from bert_keras import pretraining_data, pretraining_pipeline
+    from bert_keras.data import instances as pretraining_data
+    from bert_keras.data import pipeline as pretraining_pipeline
 
     instance_options = pretraining_data.InstanceOptions(
         max_seq_length=options.max_seq_length,
@@ -164,7 +165,7 @@ def create_data_stage(options, paths):
 
 
 def _pretraining_options(options, paths, **overrides):
-    from bert_keras.pretraining import PretrainingOptions
+    from bert_keras.pretraining.run import PretrainingOptions
 
     values = dict(
         input_files=os.path.join(paths["train_data"], "*.tfrecord"), output_dir=paths["model"],
@@ -182,7 +183,7 @@ def _pretraining_options(options, paths, **overrides):
 
 
 def pretrain_stage(options, paths):
-    from bert_keras import pretraining
+    from bert_keras.pretraining import run as pretraining
 
     result = pretraining.run_pretraining(_pretraining_options(options, paths))
     summary = f"{options.num_train_steps} steps of a {options.preset} BERT, model directory {paths['model']}"
@@ -190,7 +191,7 @@ def pretrain_stage(options, paths):
 
 
 def evaluate_stage(options, paths):
-    from bert_keras import pretraining
+    from bert_keras.pretraining import run as pretraining
 
     results = pretraining.evaluate(_pretraining_options(
         options, paths, mode="eval", input_files=os.path.join(paths["heldout_data"], "*.tfrecord")))

@@ -22,7 +22,7 @@ LAMB (You et al., 2019) is the large-batch alternative: the same Adam direction 
 correction plus weight decay, scaled per variable by the trust ratio ||w|| / ||update||; the
 excluded variables get neither decay nor the ratio.
 
-The training step of `bert_keras.pretraining` sums the gradients over replicas itself (once,
+The training step of `bert_keras.pretraining.run` sums the gradients over replicas itself (once,
 before clipping, so that clipping sees the global gradient); the optimizers here therefore skip
 Keras' own cross-replica sum.
 

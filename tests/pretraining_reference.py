@@ -1,7 +1,7 @@
 """A plain-Python statement of the original create_pretraining_data algorithm, for tests.
 
 Written from the algorithm's description (BERT paper, appendix A.1, and the steps listed in
-`bert_keras.pretraining_data`), one instance at a time with lists and `random.Random`, the way
+`bert_keras.data.instances`), one instance at a time with lists and `random.Random`, the way
 the reference tool does it. The NumPy implementation must give the same distributions.
 """
 

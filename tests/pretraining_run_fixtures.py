@@ -2,7 +2,7 @@
 
 A word-level vocabulary (the most frequent lower-cased words of the sample plus the special
 tokens; other words become [UNK]) keeps the test model small; the instances are made by the
-project's own `pretraining_data.create_instances` and written by `pretraining_records`, so the
+project's own `pretraining_data.create_instances` and written with TensorFlow's TFRecord writer, so the
 records are the project's own pre-training TFRecords.
 """
 
@@ -12,8 +12,9 @@ import os
 import numpy as np
 
 import bert_keras
-from bert_keras import pretraining_data, pretraining_records
-from bert_keras.vocab import SPECIAL_TOKENS, Vocabulary
+from bert_keras.data import instances as pretraining_data
+from bert_keras.text.vocab import SPECIAL_TOKENS, Vocabulary
+from pretraining_data_fixtures import encode_instance_batch, encoded_records, write_tfrecords
 
 DATA_DIR = os.path.join(os.path.dirname(bert_keras.__file__), "data")
 TRAIN_TEXT = os.path.join(DATA_DIR, "wikitext_train.txt")
@@ -83,20 +84,19 @@ def make_instances(text_path, vocab_path, max_seq_length=64, max_predictions_per
 
 def write_shards(directory, batch, num_shards=2, prefix="part"):
     """Writes an `InstanceBatch` round-robin into `num_shards` TFRecord files; returns the paths."""
-    records = pretraining_records.encode_instance_batch(batch)
+    records = encode_instance_batch(batch)
     os.makedirs(directory, exist_ok=True)
     paths = []
     for shard in range(num_shards):
         path = os.path.join(directory, f"{prefix}-{shard:05d}.tfrecord")
-        pretraining_records.write_tfrecords(path, records[shard::num_shards])
+        write_tfrecords(path, records[shard::num_shards])
         paths.append(path)
     return paths
 
 
 def write_feature_records(path, features):
     """Writes {feature name: array [n, k]} as tf.train.Examples (ints as Int64List, floats as FloatList)."""
-    buffer, offsets = pretraining_records.encode_examples(features)
-    pretraining_records.write_tfrecords(path, pretraining_records.split_records(buffer, offsets))
+    write_tfrecords(path, encoded_records(features))
     return path
 
 

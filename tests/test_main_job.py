@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from bert_keras import main_job
-from bert_keras.pretraining_model import load_pretraining_model
+from bert_keras.model.pretraining_model import load_pretraining_model
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def test_demo_predictions_match_the_in_memory_model(finished_job):
 
     # The same sentence through the Keras pre-training model of the model directory, built by
     # hand: [CLS] pieces [SEP] with the mask id at both markers.
-    from bert_keras.tokenizer import BertTokenizer
+    from bert_keras.text.tokenizer import BertTokenizer
 
     tokenizer = BertTokenizer(paths["vocab"], lower_case=True)
     vocab = [line.rstrip("\n") for line in open(paths["vocab"], encoding="utf-8")]

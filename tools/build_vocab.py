@@ -5,7 +5,7 @@
 
 `--num_unused=994` gives the special tokens the ids of Google's released vocabularies ([PAD] 0,
 [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103); the default puts them at 0-4. The result is
-deterministic for the same input. See bert_keras/vocab_builder.py.
+deterministic for the same input. See bert_keras/text/vocab_builder.py.
 """
 
 import glob
@@ -14,7 +14,7 @@ import sys
 
 from absl import app, flags
 
-from bert_keras import vocab_builder
+from bert_keras.text import vocab_builder
 
 INPUT_FILES = flags.DEFINE_string("input_files", None, "Raw text: a comma-separated list of files "
                                   "or globs.", required=True)

@@ -21,8 +21,8 @@ import sys
 
 from absl import app, flags
 
-from bert_keras import pretraining_data
-from bert_keras import pretraining_pipeline
+from bert_keras.data import instances as pretraining_data
+from bert_keras.data import pipeline as pretraining_pipeline
 
 INPUT_FILE = flags.DEFINE_string(
     "input_file", None, "Input raw text file(s): a comma-separated list of files or globs.",

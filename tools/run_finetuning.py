@@ -7,7 +7,7 @@
   python tools/run_finetuning.py --task=conll2003 --feature_based --data_dir=conll2003 ...
 
 Unset hyper-parameters take the paper's defaults for the task (see
-`bert_keras.finetuning_tasks.FinetuningOptions`). The output directory is a fine-tuned model
+`bert_keras.finetuning.task.FinetuningOptions`). The output directory is a fine-tuned model
 directory (with task_config.json) plus eval_results.json, predictions/<split>/ in the task's
 official format, TensorBoard logs/ and checkpoints/.
 """
@@ -17,7 +17,8 @@ import sys
 
 from absl import app, flags
 
-from bert_keras import distribution, finetuning
+from bert_keras import distribution
+from bert_keras.finetuning import run as finetuning
 
 TASK = flags.DEFINE_string("task", None, "glue/<cola|sst2|mrpc|stsb|qqp|mnli|qnli|rte|wnli>, "
                            "squad_v1, squad_v2, swag or conll2003.", required=True)

@@ -42,9 +42,9 @@ import os
 
 import tensorflow as tf
 
-from bert_keras import checkpoint_names
-from bert_keras import model_dir as model_dir_lib
-from bert_keras.encoder import INPUT_NAMES, build_encoder
+from bert_keras.model import checkpoint_names
+from bert_keras.model import model_dir as model_dir_lib
+from bert_keras.model.encoder import INPUT_NAMES, build_encoder
 
 logger = logging.getLogger("bert_keras.export")
 
@@ -80,7 +80,7 @@ def build_keras_models(config, weights, dtype="float32", with_mlm=None, source="
     Returns:
       (encoder keras.Model, mlm_head layer or None).
     """
-    from bert_keras.pretraining_model import build_pretraining_model
+    from bert_keras.model.pretraining_model import build_pretraining_model
 
     policy = dtype_policy(dtype)
     head_names = checkpoint_names.pretraining_head_shapes(config)

@@ -6,7 +6,7 @@ What a consumer finds after `import tensorflow_text` and `obj = tf.saved_model.l
   `input_mask`, `input_type_ids` (one segment, [CLS] text [SEP], cut to seq_length - 2
   wordpieces, padded).
 - `obj.tokenize(strings)`: int32 RaggedTensor [batch, (words), (wordpieces)], the ids of the
-  original BERT `FullTokenizer` (`bert_keras.tokenizer.BertTokenizer`).
+  original BERT `FullTokenizer` (`bert_keras.text.tokenizer.BertTokenizer`).
   `obj.tokenize.get_special_tokens_dict()`: int32 scalars `padding_id`, `unknown_id`,
   `start_of_sequence_id`, `end_of_segment_id`, `mask_id`, `vocab_size`.
   `obj.tokenize.id_to_token(ids)`: int32 [n] -> string [n], through the vocabulary asset.
@@ -33,9 +33,9 @@ import os
 
 import tensorflow as tf
 
-from bert_keras import model_dir as model_dir_lib
+from bert_keras.model import model_dir as model_dir_lib
 from bert_keras.export.encoder_export import _Exportable
-from bert_keras.packing import flat_segment, pack_segments
+from bert_keras.text.packing import flat_segment, pack_segments
 
 DEFAULT_SEQ_LENGTH = 128
 SPECIAL_TOKEN_NAMES = ("padding_id", "unknown_id", "start_of_sequence_id", "end_of_segment_id",
@@ -43,8 +43,8 @@ SPECIAL_TOKEN_NAMES = ("padding_id", "unknown_id", "start_of_sequence_id", "end_
 
 
 def build_tokenizer(model_dir):
-    """The in-graph `bert_keras.tokenizer.BertTokenizer` of a model directory."""
-    from bert_keras.tokenizer import BertTokenizer
+    """The in-graph `bert_keras.text.tokenizer.BertTokenizer` of a model directory."""
+    from bert_keras.text.tokenizer import BertTokenizer
 
     return BertTokenizer(model_dir_lib.vocab_path(model_dir),
                          lower_case=model_dir_lib.read_do_lower_case(model_dir))
@@ -116,7 +116,7 @@ class PreprocessorModule(_Exportable):
     """The object written by `export_preprocessor`, callable in memory as after loading.
 
     Args:
-      tokenizer: a `bert_keras.tokenizer.BertTokenizer`.
+      tokenizer: a `bert_keras.text.tokenizer.BertTokenizer`.
       vocab_file: the vocab.txt to copy into the SavedModel's assets.
       seq_length: the length `__call__` packs to and `bert_pack_inputs`' default.
     """

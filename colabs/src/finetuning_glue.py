@@ -96,10 +96,12 @@ import glob
 import urllib.request
 import zipfile
 
-from bert_keras import BertConfig, checkpoint_names, model_dir, vocab_builder
-from bert_keras.convert import convert_tf1_checkpoint
+from bert_keras import BertConfig
+from bert_keras.model import checkpoint_names, model_dir
+from bert_keras.text import vocab_builder
+from bert_keras.model.convert import convert_tf1_checkpoint
 from bert_keras.main_job import DEFAULT_HELDOUT_FILE
-from bert_keras.pretraining_model import build_pretraining_model, pretraining_weight_map
+from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
 
 PUBLISHED_CHECKPOINT = ("https://storage.googleapis.com/bert_models/2018_10_18/"
                         "uncased_L-12_H-768_A-12.zip")
@@ -154,7 +156,7 @@ print(INIT_MODEL_DIR, ":", config.num_hidden_layers, "layers,", config.hidden_si
 # %%
 import random
 
-from bert_keras.tasks import glue
+from bert_keras.finetuning.tasks import glue
 
 spec = glue.get_task(TASK.split("/", 1)[1])
 USE_TFDS = False
@@ -256,7 +258,7 @@ import tensorflow_text  # noqa: F401  (registers the tokenizer ops before the lo
 
 from bert_keras.export import export_from_model_dir
 from bert_keras.finetuning import predict
-from bert_keras.finetuning_tasks import FinetuningOptions, get_task
+from bert_keras.finetuning import FinetuningOptions, get_task
 
 classifier_dir = os.path.join(WORK_DIR, "export", "classifier")
 export_from_model_dir("task", run_dir, classifier_dir)

@@ -178,7 +178,7 @@ print("held-out text:", heldout_files)
 # --output=vocab.txt`.
 
 # %%
-from bert_keras import vocab_builder
+from bert_keras.text import vocab_builder
 
 tokens = vocab_builder.build_vocabulary(corpus_files, VOCAB_SIZE, lower_case=DO_LOWER_CASE)
 vocab_builder.write_vocabulary(tokens, paths["vocab"])
@@ -195,7 +195,8 @@ print(len(tokens), "tokens, e.g.", tokens[5:15], "->", paths["vocab"])
 # --output_dir=... --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=10`.
 
 # %%
-from bert_keras import pretraining_data, pretraining_pipeline
+from bert_keras.data import instances as pretraining_data
+from bert_keras.data import pipeline as pretraining_pipeline
 
 instance_options = pretraining_data.InstanceOptions(
     max_seq_length=MAX_SEQ_LENGTH, max_predictions_per_seq=MAX_PREDICTIONS_PER_SEQ,
@@ -223,7 +224,7 @@ for split, files, shards in (("train", corpus_files, 8), ("heldout", heldout_fil
 # %%
 import dataclasses
 
-from bert_keras import pretraining
+from bert_keras.pretraining import run as pretraining
 
 pretraining_options = pretraining.PretrainingOptions(
     input_files=os.path.join(paths["train_data"], "*.tfrecord"), output_dir=paths["model"],

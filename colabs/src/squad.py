@@ -109,10 +109,12 @@ import glob
 import urllib.request
 import zipfile
 
-from bert_keras import BertConfig, checkpoint_names, model_dir, vocab_builder
-from bert_keras.convert import convert_tf1_checkpoint
+from bert_keras import BertConfig
+from bert_keras.model import checkpoint_names, model_dir
+from bert_keras.text import vocab_builder
+from bert_keras.model.convert import convert_tf1_checkpoint
 from bert_keras.main_job import DEFAULT_HELDOUT_FILE, DEFAULT_TRAIN_FILE
-from bert_keras.pretraining_model import build_pretraining_model, pretraining_weight_map
+from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
 
 PUBLISHED_CHECKPOINT = ("https://storage.googleapis.com/bert_models/2018_10_18/"
                         "uncased_L-12_H-768_A-12.zip")

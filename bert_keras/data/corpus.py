@@ -1,0 +1,146 @@
+"""Reading a raw-text corpus as documents, cut into blocks of bounded size.
+
+Two input formats:
+
+- `sentences`: the original `create_pretraining_data.py` format, one sentence per line and a
+  blank line between documents.
+- `paragraphs`: one paragraph per line (sentences are split later by
+  `bert_keras.text.sentence_splitting`); blank lines are ignored; a WikiText-style title line
+  ` = Title = ` starts a new document and sub-headings ` = = Section = = ` are dropped.
+
+In both formats every input file starts a new document (the original tool lets the last document
+of a file run on into the next file when the file does not end with a blank line).
+
+Documents are grouped into blocks of about `block_bytes` of text; a block is the unit of work
+(tokenization, instance creation) and random-next segments are drawn from the documents of the
+same block. A document longer than `block_bytes` is cut into pieces at sentence (or paragraph)
+boundaries so that memory stays bounded.
+
+Lines that are not valid UTF-8 are decoded with U+FFFD replacement characters
+(`utf8_errors="replace"`) or skipped (`"skip"`); either way they are counted.
+
+Example:
+
+>>> import os, tempfile
+>>> path = os.path.join(tempfile.mkdtemp(), "corpus.txt")
+>>> _ = open(path, "w").write("First doc.\\nIts second sentence.\\n\\nSecond doc.\\n")
+>>> stats = CorpusStats()
+>>> [block.documents for block in iter_blocks([path], "sentences", 1 << 20, stats=stats)]
+[[['First doc.', 'Its second sentence.'], ['Second doc.']]]
+>>> stats.lines, stats.documents
+(4, 2)
+"""
+
+import dataclasses
+import re
+
+INPUT_FORMATS = ("sentences", "paragraphs")
+UTF8_ERRORS = ("replace", "skip")
+
+_TITLE = re.compile(r"^\s*=\s+(?!=)(.*?)(?<!=)\s+=\s*$")
+_HEADING = re.compile(r"^\s*=(\s+=)*\s+.*?\s+=(\s+=)*\s*$")
+
+
+@dataclasses.dataclass
+class Block:
+    """Consecutive documents of the corpus; `documents` is a list of lists of text lines."""
+
+    index: int
+    documents: list
+    num_bytes: int
+
+
+@dataclasses.dataclass
+class CorpusStats:
+    """What the reader saw."""
+
+    files: int = 0
+    bytes: int = 0
+    lines: int = 0
+    invalid_utf8_lines: int = 0
+    skipped_lines: int = 0
+    headings: int = 0
+    documents: int = 0
+    split_documents: int = 0
+
+
+def _decoded_lines(path, utf8_errors, stats):
+    with open(path, "rb") as f:
+        for raw in f:
+            stats.lines += 1
+            stats.bytes += len(raw)
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                stats.invalid_utf8_lines += 1
+                if utf8_errors == "skip":
+                    stats.skipped_lines += 1
+                    continue
+                line = raw.decode("utf-8", errors="replace")
+            yield line.strip()
+
+
+def iter_documents(files, input_format, utf8_errors="replace", stats=None):
+    """Yields documents (lists of non-empty text lines) of the files, in order."""
+    if input_format not in INPUT_FORMATS:
+        raise ValueError(f"input_format must be one of {INPUT_FORMATS}, got {input_format!r}")
+    if utf8_errors not in UTF8_ERRORS:
+        raise ValueError(f"utf8_errors must be one of {UTF8_ERRORS}, got {utf8_errors!r}")
+    stats = stats if stats is not None else CorpusStats()
+    for path in files:
+        stats.files += 1
+        document = []
+        for line in _decoded_lines(path, utf8_errors, stats):
+            if input_format == "sentences":
+                if not line:
+                    if document:
+                        stats.documents += 1
+                        yield document
+                    document = []
+                else:
+                    document.append(line)
+                continue
+            if not line:
+                continue
+            if line.startswith("=") and line.endswith("="):
+                if _TITLE.match(line):
+                    if document:
+                        stats.documents += 1
+                        yield document
+                    document = []
+                    stats.headings += 1
+                    continue
+                if _HEADING.match(line):
+                    stats.headings += 1
+                    continue
+            document.append(line)
+        if document:
+            stats.documents += 1
+            yield document
+
+
+def iter_blocks(files, input_format, block_bytes, utf8_errors="replace", stats=None):
+    """Yields `Block`s of about `block_bytes` bytes of text each (at least one line each)."""
+    if block_bytes < 1:
+        raise ValueError(f"block_bytes must be positive, got {block_bytes}")
+    stats = stats if stats is not None else CorpusStats()
+    index = 0
+    documents, size = [], 0
+    for document in iter_documents(files, input_format, utf8_errors, stats):
+        piece, piece_size = [], 0
+        for line in document:
+            piece.append(line)
+            piece_size += len(line) + 1
+            if size + piece_size >= block_bytes:
+                documents.append(piece)
+                if len(piece) < len(document):
+                    stats.split_documents += 1
+                yield Block(index, documents, size + piece_size)
+                index += 1
+                documents, size = [], 0
+                piece, piece_size = [], 0
+        if piece:
+            documents.append(piece)
+            size += piece_size
+    if documents:
+        yield Block(index, documents, size)

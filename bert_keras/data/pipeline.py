@@ -1,0 +1,492 @@
+"""Streaming, parallel, resumable writing of pre-training TFRecords from raw text.
+
+The work is in two phases (the units of work are in `bert_keras.data.workers`):
+
+1. Blocks. The main process reads the corpus in order, cuts it into blocks of documents (see
+   `bert_keras.data.corpus`) and tokenizes each block in large batches with the in-graph
+   tokenizer (the only process that runs TensorFlow). Worker processes (NumPy only, so they
+   start in a fraction of a second) turn a block into instances (`bert_keras.data.instances`,
+   all `dupe_factor` passes, random-next segments from the same block), serialize and frame
+   them as TFRecords (`bert_keras.data.records`), deal them at random to the output
+   shards, shuffle them, and write one work file per block, records grouped by shard.
+2. Shards. Each output shard is a uniformly random interleaving of its groups from all block
+   files (at each step the next record comes from a block with probability proportional to
+   what that block has left), read a few kilobytes at a time. Since each group is in random
+   order too, every shard is a uniformly random permutation of its records, and since records
+   were dealt to shards at random, the shards together are a uniform shuffle of the corpus,
+   like the original's global shuffle, without holding the corpus in memory.
+
+Memory is one block per worker (and at most two blocks per worker in flight) in phase 1 and a
+bounded read buffer in phase 2, whatever the corpus size. Every random draw is seeded from
+(`random_seed`, task, block or shard index), so the output is byte-identical for any number of
+workers. Every file is written under a temporary name and renamed when complete, and a rerun
+continues from the completed blocks and shards.
+"""
+
+import collections
+import dataclasses
+import hashlib
+import importlib
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+import time
+from concurrent import futures
+
+import numpy as np
+
+from bert_keras.data import corpus as pretraining_corpus
+from bert_keras.data import instances as pretraining_data
+from bert_keras.data.workers import (BlockFile, block_path, init_worker, manifest_path,
+                                         merge_shard, process_block, shard_path, stats_path,
+                                         task_prefix, tokenize_block, work_dir, write_atomic)
+from bert_keras.text.vocab import Vocabulary
+
+DEFAULT_TOKENIZER = "bert_keras.data.pipeline:bert_tokenizer"
+
+
+class PipelineError(RuntimeError):
+    """The inputs, flags or output directory do not allow writing pre-training data."""
+
+
+@dataclasses.dataclass
+class PipelineConfig:
+    """Settings of one `create_pretraining_data` run (flags of `tools/create_pretraining_data.py`).
+
+    `block_bytes=0` picks the block size from the corpus size: about 1/100 of the task's input,
+    between 256 KiB and 1 MiB.
+    """
+
+    input_files: list
+    vocab_file: str
+    output_dir: str
+    do_lower_case: bool = True
+    options: pretraining_data.InstanceOptions = pretraining_data.InstanceOptions()
+    random_seed: int = 12345
+    num_output_shards: int = 16
+    num_workers: int = 0
+    input_format: str = "sentences"
+    task_index: int = 0
+    num_tasks: int = 1
+    block_bytes: int = 0
+    utf8_errors: str = "replace"
+    tokenizer: str = DEFAULT_TOKENIZER
+    progress: bool = True
+
+
+# ---------------------------------------------------------------------------------------------
+# Tokenizers: "module:function" names, so that spawned workers can build their own.
+
+
+def bert_tokenizer(vocab_file, do_lower_case):
+    """The in-graph `bert_keras.text.tokenizer.BertTokenizer` as `tokenize(list of str)`.
+
+    Returns a function giving (ids int32 [total], tokens per text int64 [n]).
+    """
+    from bert_keras.text.tokenizer import BertTokenizer
+    tokenizer = BertTokenizer(vocab_file, lower_case=do_lower_case)
+
+    def run(texts):
+        ids = tokenizer.tokenize_merged(texts)
+        return (ids.flat_values.numpy().astype(np.int32),
+                ids.row_lengths().numpy().astype(np.int64))
+
+    return run
+
+
+def load_tokenizer(name, vocab_file, do_lower_case):
+    module, _, function = name.partition(":")
+    return getattr(importlib.import_module(module), function)(vocab_file, do_lower_case)
+
+
+# ---------------------------------------------------------------------------------------------
+# The run.
+
+
+def _blocks_done_path(config):
+    return os.path.join(work_dir(config), "blocks-done.json")
+
+
+def _check_config(config):
+    config.options.validate()
+    if not config.input_files:
+        raise PipelineError("no input files")
+    missing = [f for f in config.input_files if not os.path.isfile(f)]
+    if missing:
+        raise PipelineError(f"input file(s) not found: {missing[:5]}")
+    if config.input_format not in pretraining_corpus.INPUT_FORMATS:
+        raise PipelineError(f"--input_format must be one of {pretraining_corpus.INPUT_FORMATS}, "
+                            f"got {config.input_format!r}")
+    if config.utf8_errors not in pretraining_corpus.UTF8_ERRORS:
+        raise PipelineError(f"--utf8_errors must be one of {pretraining_corpus.UTF8_ERRORS}, "
+                            f"got {config.utf8_errors!r}")
+    if config.num_output_shards < 1:
+        raise PipelineError(f"--num_output_shards must be at least 1, got "
+                            f"{config.num_output_shards}")
+    if not 0 <= config.task_index < config.num_tasks:
+        raise PipelineError(f"--task_index must be in [0, --num_tasks={config.num_tasks}), got "
+                            f"{config.task_index}")
+    if len(config.input_files) < config.num_tasks:
+        raise PipelineError(f"{len(config.input_files)} input files for {config.num_tasks} "
+                            "tasks: each task takes whole files, so split the input into at least "
+                            "as many files as tasks")
+    try:
+        Vocabulary.from_file(config.vocab_file)
+    except ValueError as error:
+        raise PipelineError(f"bad --vocab_file: {error}") from error
+
+
+def task_files(config):
+    """This task's input files: every `num_tasks`-th of the sorted list, from `task_index`."""
+    return sorted(config.input_files)[config.task_index::config.num_tasks]
+
+
+def _file_digest(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _manifest(config, files, block_bytes):
+    """Everything the output depends on; a rerun must match it to reuse completed work."""
+    return {
+        "format": "bert_keras pretraining records v1",
+        "input_files": [[os.path.abspath(f), os.path.getsize(f), os.path.getmtime(f)]
+                        for f in files],
+        "vocab_sha256": _file_digest(config.vocab_file),
+        "do_lower_case": config.do_lower_case,
+        "options": dataclasses.asdict(config.options),
+        "random_seed": config.random_seed,
+        "num_output_shards": config.num_output_shards,
+        "input_format": config.input_format,
+        "task_index": config.task_index,
+        "num_tasks": config.num_tasks,
+        "block_bytes": block_bytes,
+        "utf8_errors": config.utf8_errors,
+        "tokenizer": config.tokenizer,
+    }
+
+
+def _prepare_output_dir(config, manifest):
+    """Creates the output directory, or checks that it holds a run with the same settings."""
+    try:
+        os.makedirs(config.output_dir, exist_ok=True)
+        probe = os.path.join(config.output_dir, f".write-test-{os.getpid()}")
+        with open(probe, "wb"):
+            pass
+        os.remove(probe)
+    except OSError as error:
+        raise PipelineError(f"cannot write to --output_dir={config.output_dir}: {error}") from error
+    path = manifest_path(config)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            previous = json.load(f)
+        if previous != manifest:
+            changed = sorted(k for k in set(previous) | set(manifest)
+                             if previous.get(k) != manifest.get(k))
+            raise PipelineError(
+                f"{config.output_dir} holds pre-training data made with other settings or inputs "
+                f"(differences: {', '.join(changed)}); use another --output_dir or empty this one")
+    else:
+        existing = [name for name in os.listdir(config.output_dir)
+                    if name.startswith(task_prefix(config) + "shard-")]
+        if existing:
+            raise PipelineError(f"{config.output_dir} already holds shards ({existing[0]}, ...) "
+                                "but no manifest; use another --output_dir or empty this one")
+        write_atomic(path, json.dumps(manifest, indent=1, sort_keys=True).encode())
+    os.makedirs(work_dir(config), exist_ok=True)
+
+
+def _auto_block_bytes(files):
+    total = sum(os.path.getsize(f) for f in files)
+    return int(min(1 << 20, max(256 << 10, total // 100)))
+
+
+class _Progress:
+    """A one-line progress bar on stderr (a plain line every 10 s when stderr is not a terminal)."""
+
+    def __init__(self, enabled):
+        self.enabled = enabled
+        self.start = time.time()
+        self.last = 0.0
+        self.interactive = sys.stderr.isatty()
+
+    def update(self, phase, fraction, instances, force=False):
+        if not self.enabled:
+            return
+        now = time.time()
+        if not force and now - self.last < (0.5 if self.interactive else 10.0):
+            return
+        self.last = now
+        elapsed = now - self.start
+        fraction = min(1.0, max(0.0, fraction))
+        bar = "#" * int(fraction * 30)
+        line = (f"{phase:<7}[{bar:<30}] {100 * fraction:5.1f}%  {instances:,} instances  "
+                f"{elapsed:,.1f}s")
+        if self.interactive:
+            sys.stderr.write("\r" + line.ljust(90) + ("\n" if force else ""))
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+class _InProcess:
+    """The executor interface, running tasks in this process (one worker)."""
+
+    def __init__(self, config):
+        init_worker(config)
+
+    def submit(self, function, *args):
+        future = futures.Future()
+        try:
+            future.set_result(function(*args))
+        except BaseException as error:  # handed to the caller like a worker's error
+            future.set_exception(error)
+        return future
+
+    def shutdown(self, **kwargs):
+        pass
+
+
+class _LazyExecutor:
+    """Starts the workers (and TensorFlow) only when the first task is submitted."""
+
+    def __init__(self, config, num_workers):
+        self.config = config
+        self.num_workers = num_workers
+        self.executor = None
+
+    def start(self):
+        """Starts every worker now (call it before this process loads TensorFlow)."""
+        if self.executor is not None:
+            return
+        if self.num_workers == 1:
+            self.executor = _InProcess(self.config)
+            return
+        # The main process runs TensorFlow, which does not survive fork.
+        context = multiprocessing.get_context("spawn")
+        self.executor = futures.ProcessPoolExecutor(
+            self.num_workers, mp_context=context, initializer=init_worker,
+            initargs=(self.config,))
+        # The pool starts a process per submitted task while none is idle: starting them all
+        # while this process is still small keeps each start (a fork, then exec) cheap.
+        for _ in range(self.num_workers):
+            self.executor.submit(int)
+
+    def submit(self, function, *args):
+        self.start()
+        return self.executor.submit(function, *args)
+
+    def shutdown(self):
+        if self.executor is not None:
+            self.executor.shutdown(cancel_futures=True)
+
+
+def _run_bounded(executor, calls, max_pending, on_result):
+    """Submits `(function, args)` from an iterator, keeping at most `max_pending` running."""
+    pending = set()
+    for function, args in calls:
+        pending.add(executor.submit(function, *args))
+        while len(pending) >= max_pending:
+            done, pending = futures.wait(pending, return_when=futures.FIRST_COMPLETED)
+            for future in done:
+                on_result(future.result())
+    while pending:
+        done, pending = futures.wait(pending, return_when=futures.FIRST_COMPLETED)
+        for future in done:
+            on_result(future.result())
+
+
+def _sum_stats(block_stats, corpus_stats, config, block_bytes, seconds):
+    totals = {}
+    histogram = np.zeros([config.options.max_seq_length + 1], np.int64)
+    for stats in block_stats:
+        for key, value in stats.items():
+            if key == "length_histogram":
+                histogram += np.asarray(value, np.int64)
+            else:
+                totals[key] = totals.get(key, 0) + value
+    instances = totals.get("instances", 0)
+    masked = totals.get("masked_tokens", 0)
+    replaced = max(1, masked)
+    return {
+        "input_files": len(task_files(config)),
+        "input_bytes": corpus_stats.get("bytes", 0),
+        "input_lines": corpus_stats.get("lines", 0),
+        "invalid_utf8_lines": corpus_stats.get("invalid_utf8_lines", 0),
+        "skipped_invalid_utf8_lines": corpus_stats.get("skipped_lines", 0),
+        "headings_dropped": corpus_stats.get("headings", 0),
+        "documents_split_at_block_size": corpus_stats.get("split_documents", 0),
+        "blocks": len(block_stats),
+        "block_bytes": block_bytes,
+        "documents": corpus_stats.get("documents", 0),
+        "document_pieces": totals.get("documents", 0),
+        "empty_documents_dropped": totals.get("empty_documents", 0),
+        "one_sentence_documents": totals.get("one_sentence_documents", 0),
+        "sentences": totals.get("sentences", 0),
+        "empty_sentences_dropped": totals.get("empty_sentences", 0),
+        "sentences_longer_than_max_seq_length": totals.get("long_sentences", 0),
+        "tokens": totals.get("tokens", 0),
+        "instances": instances,
+        "instance_tokens": totals.get("instance_tokens", 0),
+        "masked_tokens": masked,
+        "masked_fraction": masked / max(1, totals.get("instance_tokens", 0)),
+        "random_next_fraction": totals.get("random_next", 0) / max(1, instances),
+        "mask_token_share": totals.get("replaced_by_mask", 0) / replaced,
+        "kept_token_share": totals.get("kept_original", 0) / replaced,
+        "random_token_share": totals.get("replaced_by_random", 0) / replaced,
+        "mean_instance_length": totals.get("instance_tokens", 0) / max(1, instances),
+        "sequence_length_histogram": histogram.tolist(),
+        "num_output_shards": config.num_output_shards,
+        "seconds": round(seconds, 3),
+    }
+
+
+def format_stats(stats, bins=8):
+    """A human-readable summary of `stats` (what `run` prints)."""
+    histogram = np.asarray(stats["sequence_length_histogram"])
+    max_length = len(histogram) - 1
+    edges = np.linspace(0, max_length + 1, bins + 1).astype(int)
+    total = max(1, histogram.sum())
+    rows = []
+    for low, high in zip(edges[:-1], edges[1:]):
+        share = histogram[low:high].sum() / total
+        rows.append(f"    {low:4d}-{high - 1:<4d} {100 * share:5.1f}% {'#' * int(share * 50)}")
+    lines = [
+        f"documents {stats['documents']:,}  sentences {stats['sentences']:,}  "
+        f"tokens {stats['tokens']:,}  instances {stats['instances']:,}",
+        f"masked fraction {stats['masked_fraction']:.4f}  random next "
+        f"{stats['random_next_fraction']:.4f}  replacements [MASK]/kept/random "
+        f"{stats['mask_token_share']:.3f}/{stats['kept_token_share']:.3f}/"
+        f"{stats['random_token_share']:.3f}",
+        f"invalid UTF-8 lines {stats['invalid_utf8_lines']:,} ("
+        f"{stats['skipped_invalid_utf8_lines']:,} skipped)  empty documents dropped "
+        f"{stats['empty_documents_dropped']:,}  sentences longer than max_seq_length "
+        f"{stats['sentences_longer_than_max_seq_length']:,}",
+        "sequence lengths:",
+    ] + rows
+    return "\n".join(lines)
+
+
+def run(config):
+    """Writes this task's shards and statistics; returns the statistics (a dict)."""
+    start = time.time()
+    _check_config(config)
+    files = task_files(config)
+    block_bytes = config.block_bytes or _auto_block_bytes(files)
+    manifest = _manifest(config, files, block_bytes)
+    shards = [shard_path(config, s) for s in range(config.num_output_shards)]
+    created_output_dir = not os.path.exists(config.output_dir)
+    _prepare_output_dir(config, manifest)
+    if os.path.exists(stats_path(config)) and all(os.path.exists(p) for p in shards):
+        with open(stats_path(config), encoding="utf-8") as f:
+            stats = json.load(f)
+        if config.progress:
+            print(f"{config.output_dir}: already complete", file=sys.stderr)
+        _remove_work_dir(config)
+        return stats
+    num_workers = config.num_workers or len(os.sched_getaffinity(0))
+    total_bytes = sum(os.path.getsize(f) for f in files)
+    progress = _Progress(config.progress)
+    executor = _LazyExecutor(config, num_workers)
+    try:
+        block_stats, corpus_stats = _phase_blocks(config, executor, num_workers, block_bytes,
+                                                  files, total_bytes, progress)
+        total_instances = sum(s["instances"] for s in block_stats)
+        if not block_stats or total_instances == 0:
+            _remove_outputs(config, created_output_dir)
+            raise PipelineError(
+                f"the input ({len(files)} file(s), {total_bytes:,} bytes) holds no document "
+                "with any token: nothing to write")
+        block_paths = [block_path(config, i) for i in range(len(block_stats))]
+        todo = [s for s in range(config.num_output_shards) if not os.path.exists(shards[s])]
+        written = [0, 0]  # records, shards
+
+        def merged(count):
+            written[0] += count
+            written[1] += 1
+            progress.update("shards", written[0] / total_instances, total_instances)
+
+        _run_bounded(executor, ((merge_shard, (s, block_paths)) for s in todo),
+                     2 * num_workers, merged)
+    finally:
+        executor.shutdown()
+    stats = _sum_stats(block_stats, corpus_stats, config, block_bytes, time.time() - start)
+    write_atomic(stats_path(config), json.dumps(stats, indent=1).encode())
+    _remove_work_dir(config)
+    if config.progress:
+        progress.update("done", 1.0, stats["instances"], force=True)
+        print(format_stats(stats), file=sys.stderr)
+    return stats
+
+
+def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes, progress):
+    """Phase 1. Returns (per-block stats in block order, corpus reader stats as a dict)."""
+    done_path = _blocks_done_path(config)
+    if os.path.exists(done_path):
+        with open(done_path, encoding="utf-8") as f:
+            done = json.load(f)
+        block_stats = [BlockFile(block_path(config, i)).stats for i in range(done["blocks"])]
+        return block_stats, done["corpus"]
+    corpus = pretraining_corpus.CorpusStats()
+    block_stats = {}
+    read = [0]
+    instances = [0]
+
+    tokenize = []  # built on the first block that needs it
+    # Two tokenizer threads (TensorFlow releases the GIL) keep a couple of blocks ahead.
+    threads = futures.ThreadPoolExecutor(2)
+
+    def calls():
+        ahead = collections.deque()
+        for block in pretraining_corpus.iter_blocks(files, config.input_format, block_bytes,
+                                                    config.utf8_errors, corpus):
+            read[0] = corpus.bytes
+            path = block_path(config, block.index)
+            if os.path.exists(path):
+                block_stats[block.index] = BlockFile(path).stats
+                continue
+            if not tokenize:
+                executor.start()
+                tokenize.append(load_tokenizer(config.tokenizer, config.vocab_file,
+                                               config.do_lower_case))
+            ahead.append((block.index, threads.submit(tokenize_block, block, config,
+                                                      tokenize[0])))
+            if len(ahead) > 2:
+                index, tokenized = ahead.popleft()
+                yield process_block, (index, *tokenized.result())
+        while ahead:
+            index, tokenized = ahead.popleft()
+            yield process_block, (index, *tokenized.result())
+
+    def finished(result):
+        index, stats = result
+        block_stats[index] = stats
+        instances[0] += stats["instances"]
+        progress.update("blocks", read[0] / max(1, total_bytes), instances[0])
+
+    try:
+        _run_bounded(executor, calls(), 2 * num_workers, finished)
+    finally:
+        threads.shutdown(cancel_futures=True)
+    corpus_stats = dataclasses.asdict(corpus)
+    ordered = [block_stats[i] for i in range(len(block_stats))]
+    write_atomic(done_path, json.dumps({"blocks": len(ordered), "corpus": corpus_stats}).encode())
+    return ordered, corpus_stats
+
+
+def _remove_work_dir(config):
+    shutil.rmtree(work_dir(config), ignore_errors=True)
+
+
+def _remove_outputs(config, remove_output_dir):
+    _remove_work_dir(config)
+    for path in [manifest_path(config), stats_path(config)]:
+        if os.path.exists(path):
+            os.remove(path)
+    if remove_output_dir and not os.listdir(config.output_dir):
+        os.rmdir(config.output_dir)

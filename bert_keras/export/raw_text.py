@@ -1,0 +1,53 @@
+"""What the raw-text task exports share: UTF-8 clean-up, character offsets, label names.
+
+Character offsets count Unicode code points (Python `str` indices) of the input after invalid
+UTF-8 bytes were replaced by U+FFFD; for valid UTF-8 input they index the input itself.
+
+Example:
+
+>>> import tensorflow as tf
+>>> char_offsets(tf.constant(["h\u00e9llo"]), tf.constant([[0, 3, 6]])).numpy().tolist()
+[[0, 2, 5]]
+"""
+
+import tensorflow as tf
+
+NO_CANDIDATE_NULL_ODDS = 1e6
+NEG_INF = -1e30  # the score of impossible choices
+
+
+class TaskExportError(ValueError):
+    """A fine-tuned model directory cannot be exported as a raw-text task model."""
+
+
+def sanitize_utf8(text):
+    """string [batch] with every invalid UTF-8 byte sequence replaced by U+FFFD."""
+    return tf.strings.unicode_transcode(text, "UTF-8", "UTF-8", errors="replace",
+                                        replacement_char=0xFFFD, replace_control_characters=False)
+
+
+def char_offsets(text, byte_offsets):
+    """Code point offsets of byte offsets: text string [batch], byte_offsets int [batch, k]."""
+    byte_offsets = tf.cast(byte_offsets, tf.int32)
+    texts = tf.broadcast_to(text[:, None], tf.shape(byte_offsets))
+    prefixes = tf.strings.substr(texts, tf.zeros_like(byte_offsets), byte_offsets)
+    return tf.strings.length(prefixes, unit="UTF8_CHAR")
+
+
+def column(value, rows):
+    return tf.RaggedTensor.from_tensor(tf.fill([rows, 1], tf.cast(value, tf.int32)))
+
+
+def label_names(task_config, count):
+    names = task_config.get("label_names")
+    if names is None:
+        return [str(i) for i in range(count)]
+    names = [str(name) for name in names]
+    if len(names) != count:
+        raise TaskExportError(f"task_config.json has {len(names)} label_names but the head has "
+                              f"{count} outputs")
+    return names
+
+
+__all__ = ["TaskExportError", "NO_CANDIDATE_NULL_ODDS", "NEG_INF", "sanitize_utf8", "char_offsets",
+           "column", "label_names"]

@@ -1,0 +1,15 @@
+"""Fine-tuning with `keras.Model.fit`: the task heads and models, the task families
+(`tasks/`: GLUE, SQuAD, SWAG, CoNLL-2003) and `run_finetuning`.
+"""
+
+from bert_keras import lazy_exports
+
+__getattr__, __all__ = lazy_exports("bert_keras.finetuning", {
+    "run_finetuning": "bert_keras.finetuning.run",
+    "create_optimizer": "bert_keras.finetuning.run",
+    "make_dataset": "bert_keras.finetuning.run",
+    "predict": "bert_keras.finetuning.run",
+    "FinetuningOptions": "bert_keras.finetuning.task",
+    "get_task": "bert_keras.finetuning.task",
+    "TaskData": "bert_keras.finetuning.task",
+})

@@ -1,0 +1,317 @@
+"""Fine-tuning a model directory on a task with `keras.Model.fit`, then evaluating it.
+
+`run_finetuning` is the whole recipe of the paper: read and check every split first (bad input
+stops the run before training, with the file and line), build encoder + task head under the
+distribution strategy, AdamW with 10% linear warm-up and linear decay to zero, `fit` with a
+progress bar, TensorBoard logs and checkpoints, predict the evaluation splits, score them with
+the official metrics, and write
+
+    output_dir/
+      bert_config.json, vocab.txt, tokenizer_config.json   # a model directory ...
+      model.safetensors, task_config.json                  # ... with the task head
+      eval_results.json                                    # metrics, training loss, options
+      predictions/<split>/...                              # each task's official files
+      logs/                                                # TensorBoard
+      checkpoints/        # while training: state after each epoch, to resume an interrupted run
+
+The same steps by hand, with any Keras workflow in between:
+
+>>> from bert_keras import finetuning, finetuning_tasks, load_encoder  # doctest: +SKIP
+>>> task = finetuning_tasks.get_task("glue/mrpc", "glue/MRPC", "models/minilm")  # doctest: +SKIP
+>>> train = task.load("train", training=True)  # doctest: +SKIP
+>>> model = task.build_model(load_encoder("models/minilm"))  # doctest: +SKIP
+>>> steps = 3 * math.ceil(train.num_rows / 32)  # doctest: +SKIP
+>>> model.compile(optimizer=finetuning.create_optimizer(model, 2e-5, steps, steps // 10),
+...               **task.compile_args())  # doctest: +SKIP
+>>> model.fit(finetuning.make_dataset(train, 32, training=True), epochs=3,
+...           steps_per_epoch=steps // 3)  # doctest: +SKIP
+"""
+
+import dataclasses
+import importlib.util
+import json
+import logging
+import math
+import os
+import tempfile
+
+import keras
+import numpy as np
+
+from bert_keras import distribution, optimization
+from bert_keras.model import checkpoint_names
+from bert_keras.model import model_dir as model_dir_lib
+from bert_keras.model.config import write_text_atomic
+from bert_keras.model.encoder import build_encoder
+from bert_keras.finetuning.task import FinetuningOptions, get_task
+from bert_keras.finetuning.tasks.common import DataFormatError
+from bert_keras.finetuning.task_models import TASK_PREFIX, save_task_model_dir, task_weight_map
+
+logger = logging.getLogger("bert_keras.finetuning.run")
+
+EVAL_RESULTS_NAME = "eval_results.json"
+CHECKPOINT_DIR = "checkpoints"
+
+
+# ------------------------------------------------------------------------------ optimizer
+def create_optimizer(model, learning_rate, num_train_steps, num_warmup_steps, weight_decay=0.01,
+                     clip_norm=1.0):
+    """AdamW for `model.compile`, with BERT's schedule and weight-decay rule.
+
+    The learning rate is `optimization.WarmupLinearDecay` (linear warm-up, then linear decay
+    to 0 over all steps, as the original); beta1 0.9, beta2 0.999, epsilon 1e-6; weight decay
+    0.01 except on the variables whose name (`task_weight_map`) has LayerNorm or bias in it;
+    gradients clipped to global norm 1.0.
+
+    Keras' AdamW is used (not `optimization.AdamWeightDecay`, whose gradients must arrive
+    already summed over replicas, which `fit` does not do); unlike the original it corrects
+    the moment estimates' bias, a difference that fades after the first few hundred steps.
+    """
+    optimizer = keras.optimizers.AdamW(
+        learning_rate=optimization.WarmupLinearDecay(learning_rate, num_warmup_steps,
+                                                     max(1, num_train_steps)),
+        weight_decay=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+        global_clipnorm=clip_norm or None)
+    optimizer.exclude_from_weight_decay(
+        var_list=optimization.no_decay_variables(task_weight_map(model)))
+    return optimizer
+
+
+# --------------------------------------------------------------------------------- data
+def make_dataset(data, batch_size, training=False, seed=0, drop_remainder=False):
+    """A batched `tf.data.Dataset` of a `TaskData`: (inputs, labels[, sample_weight]).
+
+    Training data is shuffled (a new order each epoch) and repeated, for `fit` with
+    `steps_per_epoch`.
+    """
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+    items = (data.inputs,)
+    if data.labels is not None:
+        items += (data.labels,)
+        if data.sample_weight is not None:
+            items += (data.sample_weight,)
+    dataset = tf.data.Dataset.from_tensor_slices(items if len(items) > 1 else items[0])
+    if training:
+        dataset = dataset.shuffle(data.num_rows, seed=seed, reshuffle_each_iteration=True)
+        dataset = dataset.repeat()
+    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+
+
+def predict(model, inputs, batch_size):
+    """`model.predict` on a dict of arrays; the last batch is padded to a full one (static
+    shapes for TPUs) and the padding rows dropped again."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+    count = len(next(iter(inputs.values())))
+    padded = math.ceil(count / batch_size) * batch_size
+    if padded != count:
+        inputs = {name: np.concatenate([value, np.zeros((padded - count,) + value.shape[1:],
+                                                        value.dtype)])
+                  for name, value in inputs.items()}
+    dataset = tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size, drop_remainder=True)
+    outputs = model.predict(dataset, verbose=0)
+    if isinstance(outputs, dict):
+        return {name: value[:count] for name, value in outputs.items()}
+    return outputs[:count]
+
+
+# ---------------------------------------------------------------------------------- run
+@dataclasses.dataclass
+class FinetuningResult:
+    """What `run_finetuning` returns: the trained model, the contents of eval_results.json
+    (`results`) and the output directory."""
+
+    model: object
+    results: dict
+    output_dir: str
+
+    @property
+    def metrics(self):
+        """{split: {metric: value}}."""
+        return self.results["metrics"]
+
+    @property
+    def train_loss(self):
+        """The mean training loss of each epoch."""
+        return self.results["train"]["loss_per_epoch"]
+
+
+def _load_weights(model, model_dir):
+    """Loads the encoder from a model directory, and the head too when the directory has one
+    (a fine-tuned directory of the same task), each all or nothing."""
+    arrays = model_dir_lib.read_weights(model_dir)
+    variables = task_weight_map(model)
+    head = [name for name in variables if name.startswith(TASK_PREFIX)]
+    has_head = any(name in arrays for name in head)
+    checkpoint_names.assign_weights(variables, arrays,
+                                    source=f"{model_dir}/{model_dir_lib.WEIGHTS_NAME}",
+                                    allow_missing=() if has_head else head)
+    if has_head:
+        logger.info("loaded the task head from %s", model_dir)
+
+
+def _tensorboard(output_dir):
+    # TensorFlow 2.21 no longer installs TensorBoard; without it the callback would fail at
+    # the first logged step, so leave it out with a warning instead.
+    if importlib.util.find_spec("tensorboard") is None:
+        logger.warning("TensorBoard is not installed (pip install tensorboard): no logs written")
+        return []
+    return [keras.callbacks.TensorBoard(log_dir=os.path.join(output_dir, "logs"))]
+
+
+def _default_jit_compile():
+    # XLA pays off on accelerators; on CPU it compiled slower and ran no faster here.
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
+def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True, do_eval=True,
+                   do_predict=False, strategy="auto", dtype=None, seed=42, steps_per_execution=1,
+                   jit_compile=None, verbose="auto", callbacks=None, save_checkpoints=True,
+                   **options):
+    """Fine-tunes `init_model_dir` on `task` and evaluates it (see the module docstring).
+
+    Args:
+      task: "glue/<name>", "squad_v1", "squad_v2", "swag" or "conll2003".
+      data_dir: folder of the task's official files.
+      init_model_dir: a model directory (pre-trained, converted, or already fine-tuned for the
+        same task, whose head is then loaded too).
+      output_dir: where the fine-tuned model directory and the results go.
+      do_train / do_eval / do_predict: train; score the dev split(s); write predictions for
+        the unlabelled test split(s).
+      strategy: a `tf.distribute.Strategy`, or a name for `distribution.resolve_strategy`
+        ("auto": a TPU if reachable, else several workers or GPUs, else the one device).
+      dtype: Keras dtype policy of the model, e.g. "mixed_bfloat16".
+      options: fields of `FinetuningOptions` (learning_rate, train_batch_size,
+        num_train_epochs, max_seq_length, warmup_proportion, doc_stride, feature_based, ...).
+    Returns:
+      A `FinetuningResult`.
+    Raises:
+      DataFormatError / ModelDirError / ValueError with a message naming the file, before
+      any training.
+    """
+    unknown = set(options) - {f.name for f in dataclasses.fields(FinetuningOptions)}
+    if unknown:
+        raise TypeError(f"unknown fine-tuning option(s) {sorted(unknown)}; see FinetuningOptions")
+    task = get_task(task, data_dir, init_model_dir, FinetuningOptions(**options))
+    opts = task.options
+    epochs = opts.num_train_epochs
+    if do_train and (epochs != int(epochs) or epochs < 1):
+        raise ValueError(f"num_train_epochs must be a whole number >= 1, got {epochs}")
+    epochs = int(epochs)
+    output_dir = os.fspath(output_dir)
+    keras.utils.set_random_seed(seed)
+
+    # Read and check every split before building anything.
+    train = task.load("train", training=True) if do_train else None
+    evaluations = {}
+    if do_eval:
+        for index, split in enumerate(task.eval_splits):
+            if index > 0 and not task.split_exists(split):
+                logger.info("%s: no %s split; not evaluated", task.name, split)
+                continue
+            evaluations[split] = task.load(split)
+    if do_predict:
+        for split in task.predict_splits:
+            if task.split_exists(split):
+                evaluations[split] = task.load(split)
+    if not do_train and not evaluations:
+        raise ValueError("nothing to do: do_train, do_eval and do_predict are all off")
+
+    if not hasattr(strategy, "scope"):
+        strategy = distribution.resolve_strategy(strategy or "auto")
+    replicas = strategy.num_replicas_in_sync
+    if jit_compile is None:
+        jit_compile = _default_jit_compile()
+    # TPUs need static shapes: whole batches only.
+    full_batches = distribution.is_tpu_strategy(strategy)
+    steps_per_epoch = 0
+    if train is not None:
+        steps_per_epoch = (train.num_rows // opts.train_batch_size if full_batches
+                           else math.ceil(train.num_rows / opts.train_batch_size))
+        if steps_per_epoch == 0:
+            raise ValueError(f"{train.num_rows} training rows make no full batch of "
+                             f"{opts.train_batch_size}; lower train_batch_size")
+    num_train_steps = steps_per_epoch * epochs
+    num_warmup_steps = int(num_train_steps * opts.warmup_proportion)
+    # In multi-worker training every worker computes, only the chief writes the outputs.
+    write_dir = output_dir if distribution.is_chief(strategy) else tempfile.mkdtemp()
+
+    config = model_dir_lib.read_config(init_model_dir)
+    with strategy.scope():
+        model = task.build_model(build_encoder(config, dtype=dtype), dtype=dtype)
+        _load_weights(model, init_model_dir)
+        optimizer = create_optimizer(model, opts.learning_rate, num_train_steps,
+                                     num_warmup_steps, opts.weight_decay, opts.clip_norm)
+        if keras.dtype_policies.get(dtype or keras.config.dtype_policy()).name == "mixed_float16":
+            # Keras scales the loss only when the model-wide policy is float16, not the layers'.
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        model.compile(optimizer=optimizer, steps_per_execution=steps_per_execution,
+                      jit_compile=jit_compile, **task.compile_args())
+
+    history = {}
+    if train is not None:
+        logger.info("%s: %d training rows, batch %d (%d replica(s)), %d epochs = %d steps, "
+                    "%d warm-up, peak learning rate %g", task.name, train.num_rows,
+                    opts.train_batch_size, replicas, epochs, num_train_steps, num_warmup_steps,
+                    opts.learning_rate)
+        all_callbacks = [keras.callbacks.TerminateOnNaN()] + _tensorboard(write_dir)
+        if save_checkpoints:
+            # Weights, optimizer state and epoch after every epoch; a rerun with the same
+            # output_dir resumes from there. Removed once training has finished.
+            all_callbacks.append(keras.callbacks.BackupAndRestore(
+                os.path.join(write_dir, CHECKPOINT_DIR)))
+        all_callbacks += list(callbacks or [])
+        dataset = make_dataset(train, opts.train_batch_size, training=True, seed=seed,
+                               drop_remainder=full_batches)
+        history = model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch,
+                            callbacks=all_callbacks, verbose=verbose, shuffle=False).history
+        if not np.all(np.isfinite(history.get("loss", [0.0]))):
+            raise FloatingPointError(f"training loss became {history['loss'][-1]}; lower "
+                                     "learning_rate")
+
+    metrics = {}
+    for split, data in evaluations.items():
+        outputs = predict(model, data.inputs, opts.eval_batch_size)
+        split_metrics = task.evaluate(data, outputs, split, write_dir)
+        if split_metrics is not None:
+            metrics[split] = split_metrics
+            logger.info("%s %s: %s", task.name, split, _summary(split_metrics))
+
+    task_config = save_task_model_dir(model, write_dir, config, task.vocab, task.do_lower_case,
+                                      task.task_config())
+    results = {
+        "task": task.name,
+        "metrics": metrics,
+        "train": {"loss_per_epoch": [float(v) for v in history.get("loss", [])],
+                  "num_rows": train.num_rows if train is not None else 0,
+                  "num_train_steps": num_train_steps, "num_warmup_steps": num_warmup_steps,
+                  "replicas": replicas},
+        "options": dataclasses.asdict(opts),
+        "init_model_dir": os.fspath(init_model_dir),
+        "task_config": task_config,
+        "data_notes": {split: data.notes for split, data in
+                       [("train", train)] + list(evaluations.items())
+                       if data is not None and data.notes},
+    }
+    write_text_atomic(os.path.join(write_dir, EVAL_RESULTS_NAME),
+                      json.dumps(results, indent=2, sort_keys=True, default=_json_default) + "\n")
+    return FinetuningResult(model, results, output_dir)
+
+
+def _json_default(value):
+    if isinstance(value, (np.floating, np.integer)):
+        return value.item()
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def _summary(metrics):
+    return ", ".join(f"{key}={value:.4g}" for key, value in metrics.items()
+                     if isinstance(value, (int, float)))
+
+
+__all__ = ["create_optimizer", "make_dataset", "predict",
+           "run_finetuning", "FinetuningResult", "FinetuningOptions", "DataFormatError",
+           "EVAL_RESULTS_NAME"]

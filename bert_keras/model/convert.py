@@ -1,0 +1,175 @@
+"""Converting published BERT checkpoints into model directories.
+
+Two sources:
+
+- a Hugging Face BERT directory (`config.json`, `vocab.txt`, `model.safetensors`);
+- an original release checkpoint (`bert_model.ckpt.*` with `bert_config.json` and `vocab.txt`
+  beside it), read with `tf.train.load_checkpoint`.
+
+Example:
+
+>>> from bert_keras.model.convert import convert_hf_checkpoint
+>>> convert_hf_checkpoint("all-MiniLM-L6-v2/", "models/minilm")  # doctest: +SKIP
+"""
+
+import json
+import os
+import re
+
+import numpy as np
+
+from bert_keras.model import model_dir as model_dir_lib
+from bert_keras.model.checkpoint_names import (WeightsError, check_shapes, encoder_weight_shapes,
+                                         pretraining_head_shapes)
+from bert_keras.model.config import BertConfig
+from bert_keras.text.vocab import Vocabulary
+
+
+class ConversionError(ValueError):
+    """A checkpoint cannot be converted; the message names the file."""
+
+
+def infer_do_lower_case(vocab):
+    """An uncased vocabulary holds no upper-case letters (after its special tokens)."""
+    special = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
+    return not any(token not in special and not re.fullmatch(r"\[unused\d+\]", token)
+                   and token != token.lower() for token in vocab.tokens)
+
+
+# ---------------------------------------------------------------- Hugging Face
+def _hf_candidates(name):
+    """Hugging Face names that may hold the original weight `name`, and whether to transpose."""
+    if name == "cls/predictions/output_bias":
+        return ["cls.predictions.bias", "cls.predictions.decoder.bias"], False
+    if name == "cls/seq_relationship/output_weights":
+        return ["cls.seq_relationship.weight"], False
+    if name == "cls/seq_relationship/output_bias":
+        return ["cls.seq_relationship.bias"], False
+    path = re.sub(r"layer_(\d+)", r"layer.\1", name).replace("/", ".")
+    transpose = path.endswith(".kernel")
+    if path.endswith("_embeddings"):
+        bases = [path + ".weight"]
+    elif path.endswith(".kernel"):
+        bases = [path[: -len("kernel")] + "weight"]
+    elif path.endswith(".gamma"):
+        bases = [path[: -len("gamma")] + "weight", path]
+    elif path.endswith(".beta"):
+        bases = [path[: -len("beta")] + "bias", path]
+    else:
+        bases = [path]
+    candidates = []
+    for base in bases:
+        candidates.append(base)
+        if base.startswith("bert."):
+            candidates.append(base[len("bert."):])  # a bare BertModel has no "bert." prefix
+    return candidates, transpose
+
+
+def _read_safetensors(path):
+    from safetensors import safe_open
+
+    arrays = {}
+    try:
+        with safe_open(path, framework="numpy") as f:
+            for key in f.keys():
+                arrays[key] = f.get_tensor(key)
+    except Exception as error:
+        raise ConversionError(f"{path}: cannot read safetensors ({error}); bfloat16 files need to be "
+                              "saved as float32 or float16 first") from error
+    return arrays
+
+
+def read_hf_weights(input_dir, config):
+    """{original name: float32 array} from a Hugging Face BERT directory."""
+    path = os.path.join(input_dir, "model.safetensors")
+    if not os.path.exists(path):
+        for legacy in ("pytorch_model.bin", "tf_model.h5"):
+            if os.path.exists(os.path.join(input_dir, legacy)):
+                raise ConversionError(
+                    f"{os.path.join(input_dir, legacy)}: only model.safetensors is read; convert the "
+                    "checkpoint to safetensors first (e.g. load it with transformers and call "
+                    "save_pretrained(..., safe_serialization=True))")
+        raise ConversionError(f"{input_dir}: missing model.safetensors")
+    hf = _read_safetensors(path)
+    arrays = {}
+    expected = dict(encoder_weight_shapes(config))
+    expected.update(pretraining_head_shapes(config))
+    for name in expected:
+        candidates, transpose = _hf_candidates(name)
+        found = next((key for key in candidates if key in hf), None)
+        if found is None:
+            continue
+        value = np.asarray(hf[found], dtype=np.float32)
+        arrays[name] = value.T if transpose else value
+    check_shapes(arrays, encoder_weight_shapes(config), source=path)
+    _check_heads(arrays, config, source=path)
+    return arrays
+
+
+def _check_heads(arrays, config, source):
+    heads = pretraining_head_shapes(config)
+    check_shapes(arrays, heads, source=source, required=False)
+    for group in ("cls/predictions/", "cls/seq_relationship/"):
+        names = [name for name in heads if name.startswith(group)]
+        present = [name for name in names if name in arrays]
+        if present and len(present) != len(names):
+            missing = sorted(set(names) - set(present))
+            raise WeightsError(f"{source}: head {group.rstrip('/')} is incomplete, missing {missing}")
+
+
+def convert_hf_checkpoint(input_dir, output_dir, do_lower_case=None):
+    """Converts a Hugging Face BERT directory into a model directory.
+
+    Args:
+      input_dir: holds `config.json`, `vocab.txt` and `model.safetensors`.
+      output_dir: the model directory to write.
+      do_lower_case: the vocabulary's casing; by default `tokenizer_config.json`'s
+        `do_lower_case`, else inferred from the vocabulary.
+    Returns:
+      The `BertConfig`.
+    """
+    config = BertConfig.from_hf_config(os.path.join(input_dir, "config.json"))
+    vocab = Vocabulary.from_file(os.path.join(input_dir, "vocab.txt"))
+    vocab.check_size(config.vocab_size, os.path.join(input_dir, "config.json"))
+    if do_lower_case is None:
+        tokenizer_config = os.path.join(input_dir, "tokenizer_config.json")
+        if os.path.exists(tokenizer_config):
+            with open(tokenizer_config, encoding="utf-8") as f:
+                do_lower_case = json.load(f).get("do_lower_case")
+        if do_lower_case is None:
+            do_lower_case = infer_do_lower_case(vocab)
+    arrays = read_hf_weights(input_dir, config)
+    model_dir_lib.write_model_dir(output_dir, config, vocab, do_lower_case, arrays)
+    return config
+
+
+# ------------------------------------------------------------- original (TF1)
+def read_tf1_weights(checkpoint_path, config):
+    """{original name: float32 array} from an original release checkpoint (optimizer slots skipped)."""
+    import tensorflow as tf
+
+    try:
+        reader = tf.train.load_checkpoint(checkpoint_path)
+    except Exception as error:
+        raise ConversionError(f"{checkpoint_path}: cannot read checkpoint ({error})") from error
+    available = reader.get_variable_to_shape_map()
+    expected = dict(encoder_weight_shapes(config))
+    expected.update(pretraining_head_shapes(config))
+    arrays = {name: np.asarray(reader.get_tensor(name), dtype=np.float32)
+              for name in expected if name in available}
+    check_shapes(arrays, encoder_weight_shapes(config), source=checkpoint_path)
+    _check_heads(arrays, config, source=checkpoint_path)
+    return arrays
+
+
+def convert_tf1_checkpoint(checkpoint_path, output_dir, do_lower_case=None):
+    """Converts `.../bert_model.ckpt` (config and vocab beside it) into a model directory."""
+    directory = os.path.dirname(checkpoint_path) or "."
+    config = BertConfig.from_json_file(os.path.join(directory, "bert_config.json"))
+    vocab = Vocabulary.from_file(os.path.join(directory, "vocab.txt"))
+    vocab.check_size(config.vocab_size, os.path.join(directory, "bert_config.json"))
+    if do_lower_case is None:
+        do_lower_case = infer_do_lower_case(vocab)
+    arrays = read_tf1_weights(checkpoint_path, config)
+    model_dir_lib.write_model_dir(output_dir, config, vocab, do_lower_case, arrays)
+    return config

@@ -1,0 +1,109 @@
+"""The BERT encoder as a functional Keras model with TF Hub input and output names."""
+
+import keras
+
+from bert_keras.model.layers import BertEmbeddings, Pooler, TransformerBlock
+from bert_keras.model.layers.attention import attention_mask_from_input_mask
+
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+class AttentionMask(keras.layers.Layer):
+    """Turns `input_mask` int [batch, seq] into the additive float32 attention bias."""
+
+    def __init__(self, causal=False, **kwargs):
+        super().__init__(**kwargs)
+        self.causal = causal
+
+    def call(self, input_mask):
+        return attention_mask_from_input_mask(input_mask, causal=self.causal)
+
+    def compute_output_shape(self, input_shape):
+        if self.causal:
+            return (input_shape[0], 1, input_shape[1], input_shape[1])
+        return (input_shape[0], 1, 1, input_shape[1])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(causal=self.causal)
+        return config
+
+
+def encoder_inputs(seq_length=None):
+    """The three int32 `keras.Input`s of the encoder, [batch, seq_length]."""
+    return {name: keras.Input(shape=(seq_length,), dtype="int32", name=name) for name in INPUT_NAMES}
+
+
+def build_encoder(config, causal=False, dtype=None, name="bert_encoder"):
+    """Builds the BERT encoder for a `BertConfig`, randomly initialized.
+
+    Inputs (dict of int32 [batch, seq_length]): `input_word_ids`, `input_mask` (1 = real token),
+    `input_type_ids` (segment ids).
+    Outputs (dict): `sequence_output` [batch, seq_length, hidden_size], `pooled_output`
+    [batch, hidden_size] and `encoder_outputs`, the list of every layer's output.
+
+    Args:
+      config: a `BertConfig`.
+      causal: attend only to earlier positions (the paper's left-to-right ablation).
+      dtype: a Keras dtype policy name, e.g. "mixed_bfloat16"; default the global policy.
+
+    Example:
+
+    >>> import numpy as np, bert_keras
+    >>> encoder = bert_keras.build_encoder(bert_keras.BertConfig.from_preset("tiny", vocab_size=100))
+    >>> ids = np.array([[2, 7, 3, 0]], "int32")
+    >>> outputs = encoder({"input_word_ids": ids, "input_mask": (ids > 0).astype("int32"),
+    ...                    "input_type_ids": np.zeros_like(ids)})
+    >>> outputs["sequence_output"].shape, outputs["pooled_output"].shape, len(outputs["encoder_outputs"])
+    (TensorShape([1, 4, 128]), TensorShape([1, 128]), 2)
+    """
+    inputs = encoder_inputs()
+    embeddings = BertEmbeddings(
+        vocab_size=config.vocab_size, hidden_size=config.hidden_size,
+        max_position_embeddings=config.max_position_embeddings,
+        type_vocab_size=config.type_vocab_size, initializer_range=config.initializer_range,
+        layer_norm_eps=config.layer_norm_eps, dropout_rate=config.hidden_dropout_prob,
+        name="embeddings", dtype=dtype)
+    hidden_states = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+    attention_mask = AttentionMask(causal=causal, name="attention_mask")(inputs["input_mask"])
+
+    encoder_outputs = []
+    for index in range(config.num_hidden_layers):
+        block = TransformerBlock(
+            num_heads=config.num_attention_heads, hidden_size=config.hidden_size,
+            intermediate_size=config.intermediate_size, hidden_act=config.hidden_act,
+            hidden_dropout_rate=config.hidden_dropout_prob,
+            attention_dropout_rate=config.attention_probs_dropout_prob,
+            initializer_range=config.initializer_range, layer_norm_eps=config.layer_norm_eps,
+            name=f"transformer_layer_{index}", dtype=dtype)
+        hidden_states = block(hidden_states, attention_mask)
+        encoder_outputs.append(hidden_states)
+
+    pooled_output = Pooler(config.hidden_size, config.initializer_range, name="pooler",
+                           dtype=dtype)(hidden_states)
+    outputs = {"sequence_output": hidden_states, "pooled_output": pooled_output,
+               "encoder_outputs": encoder_outputs}
+    return keras.Model(inputs, outputs, name=name)
+
+
+def load_encoder(model_dir, causal=False, dtype=None):
+    """Builds the encoder of a model directory and loads its weights.
+
+    Raises `WeightsError` naming the file and variable when a weight is missing or has the
+    wrong shape, and `VocabularyError` when `vocab.txt` does not match `vocab_size`.
+
+    Example:
+
+    >>> encoder = bert_keras.load_encoder("models/minilm")  # doctest: +SKIP
+    """
+    from bert_keras.model import checkpoint_names
+    from bert_keras.model import model_dir as model_dir_lib
+
+    config = model_dir_lib.read_config(model_dir)
+    model_dir_lib.read_vocab(model_dir, config)
+    encoder = build_encoder(config, causal=causal, dtype=dtype)
+    weights = model_dir_lib.read_weights(model_dir)
+    checkpoint_names.assign_weights(
+        checkpoint_names.encoder_weight_map(encoder), weights,
+        source=f"{model_dir}/{model_dir_lib.WEIGHTS_NAME}")
+    return encoder

@@ -1,0 +1,102 @@
+"""The post-layer-norm Transformer encoder block of BERT."""
+
+import keras
+
+from bert_keras.model.layers.attention import SelfAttention
+
+
+def get_activation(name):
+    """The activation named in `bert_config.json`; "gelu" is the exact (erf) GELU of the original."""
+    if name == "gelu":
+        return lambda x: keras.activations.gelu(x, approximate=False)
+    if name in ("gelu_new", "gelu_approximate"):
+        return lambda x: keras.activations.gelu(x, approximate=True)
+    if name in ("swish", "silu"):
+        return keras.activations.silu
+    if name in ("relu", "tanh"):
+        return keras.activations.get(name)
+    raise ValueError(f"unsupported hidden_act {name!r}")
+
+
+class TransformerBlock(keras.layers.Layer):
+    """One encoder layer: self-attention, add & norm, feed-forward, add & norm.
+
+        attention_output = LayerNorm(x + Dropout(Dense(SelfAttention(x))))
+        layer_output = LayerNorm(attention_output + Dropout(Dense(act(Dense(attention_output)))))
+
+    Call arguments:
+      hidden_states: float [batch, seq_length, hidden_size].
+      attention_mask: float32 additive bias, see `attention_mask_from_input_mask`.
+    Returns:
+      float [batch, seq_length, hidden_size].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from bert_keras.model.layers import attention_mask_from_input_mask
+    >>> block = TransformerBlock(num_heads=2, hidden_size=8, intermediate_size=32)
+    >>> mask = attention_mask_from_input_mask(np.ones((1, 3), "int32"))
+    >>> block(np.ones((1, 3, 8), "float32"), mask).shape
+    TensorShape([1, 3, 8])
+    """
+
+    def __init__(self, num_heads, hidden_size, intermediate_size, hidden_act="gelu",
+                 hidden_dropout_rate=0.1, attention_dropout_rate=0.1, initializer_range=0.02,
+                 layer_norm_eps=1e-12, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.hidden_size = hidden_size
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_rate = hidden_dropout_rate
+        self.attention_dropout_rate = attention_dropout_rate
+        self.initializer_range = initializer_range
+        self.layer_norm_eps = layer_norm_eps
+
+        policy = self.dtype_policy
+        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        self.attention = SelfAttention(num_heads, hidden_size, attention_dropout_rate,
+                                       initializer_range, name="attention", dtype=policy)
+        self.attention_output = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
+                                                   name="attention_output", dtype=policy)
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, name="attention_layer_norm", dtype=policy)
+        self.intermediate = keras.layers.Dense(intermediate_size, activation=get_activation(hidden_act),
+                                               kernel_initializer=initializer, name="intermediate",
+                                               dtype=policy)
+        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
+                                               name="output_dense", dtype=policy)
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, name="output_layer_norm", dtype=policy)
+        self.dropout = keras.layers.Dropout(hidden_dropout_rate, dtype=policy)
+
+    def build(self, input_shape=None):
+        hidden = (None, None, self.hidden_size)
+        self.attention.build(hidden)
+        self.attention_output.build(hidden)
+        self.attention_layer_norm.build(hidden)
+        self.intermediate.build(hidden)
+        self.output_dense.build((None, None, self.intermediate_size))
+        self.output_layer_norm.build(hidden)
+        self.built = True
+
+    def call(self, hidden_states, attention_mask, training=None):
+        attention = self.attention(hidden_states, attention_mask, training=training)
+        attention = self.dropout(self.attention_output(attention), training=training)
+        attention_output = self.attention_layer_norm(hidden_states + attention)
+
+        intermediate_output = self.intermediate(attention_output)  # [b, s, intermediate]
+        layer_output = self.dropout(self.output_dense(intermediate_output), training=training)
+        return self.output_layer_norm(attention_output + layer_output)
+
+    def compute_output_shape(self, hidden_states_shape, attention_mask_shape=None):
+        return tuple(hidden_states_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(num_heads=self.num_heads, hidden_size=self.hidden_size,
+                      intermediate_size=self.intermediate_size, hidden_act=self.hidden_act,
+                      hidden_dropout_rate=self.hidden_dropout_rate,
+                      attention_dropout_rate=self.attention_dropout_rate,
+                      initializer_range=self.initializer_range, layer_norm_eps=self.layer_norm_eps)
+        return config

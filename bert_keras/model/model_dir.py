@@ -1,0 +1,136 @@
+"""Model directories: the currency between every step of the pipeline.
+
+A model directory holds
+
+- `bert_config.json`: the original BERT config fields (see `BertConfig`);
+- `vocab.txt`: the WordPiece vocabulary, one token per line;
+- `tokenizer_config.json`: `{"do_lower_case": true|false}`, the casing the vocabulary needs;
+- `model.safetensors`: the weights, named with the original BERT checkpoint names
+  (`bert/embeddings/word_embeddings`, `bert/encoder/layer_0/attention/self/query/kernel`,
+  `cls/predictions/output_bias`, ...), so that a directory can be read without this package;
+- optionally `task_config.json`, written by fine-tuning (task name, label names, head kind).
+
+Example:
+
+>>> import bert_keras, tempfile
+>>> from bert_keras import model_dir
+>>> config = bert_keras.BertConfig.from_preset("tiny", vocab_size=8)  # doctest: +SKIP
+"""
+
+import json
+import os
+
+import numpy as np
+
+from bert_keras.model.config import BertConfig, ConfigError, write_text_atomic
+from bert_keras.text.vocab import Vocabulary
+
+CONFIG_NAME = "bert_config.json"
+VOCAB_NAME = "vocab.txt"
+TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
+WEIGHTS_NAME = "model.safetensors"
+TASK_CONFIG_NAME = "task_config.json"
+
+
+class ModelDirError(ValueError):
+    """A model directory is incomplete or inconsistent."""
+
+
+def _require(model_dir, name):
+    path = os.path.join(model_dir, name)
+    if not os.path.exists(path):
+        raise ModelDirError(f"{model_dir}: missing {name}")
+    return path
+
+
+def read_config(model_dir):
+    """The `BertConfig` of a model directory."""
+    return BertConfig.from_json_file(_require(model_dir, CONFIG_NAME))
+
+
+def read_do_lower_case(model_dir):
+    """Whether the vocabulary of a model directory expects lower-cased, accent-stripped text."""
+    path = _require(model_dir, TOKENIZER_CONFIG_NAME)
+    try:
+        with open(path, encoding="utf-8") as f:
+            values = json.load(f)
+        value = values["do_lower_case"]
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise ModelDirError(f"{path}: expected {{\"do_lower_case\": true|false}} ({error})") from error
+    if not isinstance(value, bool):
+        raise ModelDirError(f"{path}: do_lower_case must be true or false, got {value!r}")
+    return value
+
+
+def vocab_path(model_dir):
+    return _require(model_dir, VOCAB_NAME)
+
+
+def read_vocab(model_dir, config=None):
+    """The `Vocabulary` of a model directory, checked against the config's vocab_size."""
+    vocab = Vocabulary.from_file(vocab_path(model_dir))
+    config = config or read_config(model_dir)
+    vocab.check_size(config.vocab_size, os.path.join(model_dir, CONFIG_NAME))
+    return vocab
+
+
+def read_task_config(model_dir):
+    """The fine-tuning task description of a model directory, or None."""
+    path = os.path.join(model_dir, TASK_CONFIG_NAME)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as error:
+        raise ModelDirError(f"{path}: malformed JSON ({error})") from error
+
+
+def read_weights(model_dir):
+    """All weights of a model directory as {original name: np.ndarray}."""
+    from safetensors.numpy import load_file
+
+    path = _require(model_dir, WEIGHTS_NAME)
+    try:
+        return load_file(path)
+    except Exception as error:
+        raise ModelDirError(f"{path}: cannot read safetensors weights ({error})") from error
+
+
+def write_model_dir(output_dir, config, vocab, do_lower_case, weights, task_config=None):
+    """Writes a complete model directory; each file is written atomically.
+
+    Args:
+      output_dir: directory to create or update.
+      config: a `BertConfig`.
+      vocab: a `Vocabulary` or a path to a vocab file; its size must equal `config.vocab_size`.
+      do_lower_case: the casing the vocabulary expects.
+      weights: {original checkpoint name: array}.
+      task_config: optional JSON-serializable dict written to `task_config.json`.
+    """
+    from safetensors.numpy import save_file
+
+    if not isinstance(vocab, Vocabulary):
+        vocab = Vocabulary.from_file(vocab)
+    vocab.check_size(config.vocab_size)
+    os.makedirs(output_dir, exist_ok=True)
+    config.to_json_file(os.path.join(output_dir, CONFIG_NAME))
+    vocab.write(os.path.join(output_dir, VOCAB_NAME))
+    write_text_atomic(os.path.join(output_dir, TOKENIZER_CONFIG_NAME),
+                      json.dumps({"do_lower_case": bool(do_lower_case)}, indent=2) + "\n")
+    if task_config is not None:
+        write_text_atomic(os.path.join(output_dir, TASK_CONFIG_NAME),
+                          json.dumps(task_config, indent=2, sort_keys=True) + "\n")
+    arrays = {name: np.ascontiguousarray(np.asarray(value)) for name, value in weights.items()}
+    path = os.path.join(output_dir, WEIGHTS_NAME)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    save_file(arrays, tmp, metadata={"format": "bert_keras", "names": "original_bert"})
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+__all__ = [
+    "CONFIG_NAME", "VOCAB_NAME", "TOKENIZER_CONFIG_NAME", "WEIGHTS_NAME", "TASK_CONFIG_NAME",
+    "ModelDirError", "ConfigError", "read_config", "read_do_lower_case", "read_vocab", "vocab_path",
+    "read_task_config", "read_weights", "write_model_dir",
+]

@@ -1,0 +1,15 @@
+"""Pre-training on any `tf.distribute` strategy: the record input pipeline, dynamic masking,
+the MLM and NSP losses, the training step and `run_pretraining`.
+"""
+
+from bert_keras import lazy_exports
+
+__getattr__, __all__ = lazy_exports("bert_keras.pretraining", {
+    "PretrainingOptions": "bert_keras.pretraining.run",
+    "PretrainingError": "bert_keras.pretraining.run",
+    "NonFiniteLossError": "bert_keras.pretraining.run",
+    "run_pretraining": "bert_keras.pretraining.run",
+    "train": "bert_keras.pretraining.run",
+    "evaluate": "bert_keras.pretraining.run",
+    "export_model_dir": "bert_keras.pretraining.run",
+})

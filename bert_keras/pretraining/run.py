@@ -1,0 +1,565 @@
+"""Pre-training BERT (masked LM + next sentence) with any `tf.distribute` strategy, TPU first.
+
+`run_pretraining(PretrainingOptions(...))` reads pre-training TFRecords and leaves a model
+directory (config, vocab, encoder weights, MLM and NSP heads) in `output_dir`, loadable by
+`bert_keras.load_encoder` and `bert_keras.load_pretraining_model`.
+
+The training step (`bert_keras.pretraining.step`) is a plain `tf.function` around `strategy.run`,
+not `Model.fit` (Keras 3's `fit` has open bugs on TPUs): each replica computes the gradients of its
+share of the batch (optionally in micro-batches), the gradients are summed over replicas once,
+clipped to a global norm, and applied. `steps_per_execution` steps run inside one `tf.function`
+call (a `while_loop`), which is what keeps a TPU busy.
+
+Layout of `output_dir`:
+
+    bert_config.json, vocab.txt, tokenizer_config.json   written at the start
+    model.safetensors                                    written at the end (original names)
+    pretraining_options.json                             the options of the last run
+    checkpoints/ckpt-<step>.*, checkpoints/checkpoint    model, optimizer, step, dropout seeds
+    checkpoints/run.json                                 what must not change between reruns
+    logs/train, logs/eval                                TensorBoard
+    eval_results.txt                                     from mode "eval"
+
+A rerun with the same `output_dir` resumes from the latest checkpoint: same step, same optimizer
+state, and the same position in the record stream (see `bert_keras.pretraining.inputs`).
+
+Example:
+
+>>> from bert_keras.pretraining.run import PretrainingOptions, run_pretraining
+>>> run_pretraining(PretrainingOptions(
+...     input_files="data/part-*.tfrecord", output_dir="models/tiny", config="tiny",
+...     vocab_file="data/vocab.txt", train_batch_size=32, num_train_steps=1000,
+...     num_warmup_steps=100, learning_rate=1e-3))  # doctest: +SKIP
+"""
+
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+import time
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from bert_keras import distribution, optimization
+from bert_keras.model import checkpoint_names
+from bert_keras.pretraining import inputs as pretraining_input
+from bert_keras.model import model_dir as model_dir_lib
+from bert_keras.model.config import BertConfig, ConfigError, write_text_atomic
+from bert_keras.pretraining.losses import SUM_NAMES, metrics_from_sums
+from bert_keras.data.records import RecordsError
+from bert_keras.pretraining.step import (TrainingState, assign_initial_weights, build_training_state,
+                                         make_eval_function, make_train_function)
+from bert_keras.text.vocab import Vocabulary
+
+CHECKPOINTS_DIR = "checkpoints"
+RUN_FILE = "run.json"
+OPTIONS_FILE = "pretraining_options.json"
+EVAL_RESULTS_FILE = "eval_results.txt"
+MODES = ("train", "eval", "export")
+
+# Fields of run.json that must match for a rerun to resume a checkpoint.
+_STRUCTURAL = ("bert_config", "next_sentence", "left_to_right", "optimizer", "loss_scaling")
+
+
+class PretrainingError(RuntimeError):
+    """Pre-training cannot start or cannot go on (the message says why and what to do)."""
+
+
+class NonFiniteLossError(PretrainingError):
+    """The loss became NaN or infinite; the last good checkpoint is kept."""
+
+
+@dataclasses.dataclass
+class PretrainingOptions:
+    """Every setting of a pre-training run, with the original `run_pretraining.py` defaults.
+
+    config: a preset name ("tiny", "base", "L4_H256", ...; vocab_size is then the vocabulary's),
+      a path to a `bert_config.json`, or a `BertConfig`. Exclusive with `init_model_dir`, which
+      brings its own config, vocabulary and weights (e.g. the first phase of two-phase training,
+      or converted published weights). Both may be left out on a rerun: the config and the
+      vocabulary written in `output_dir` are used.
+    next_sentence: False is the paper's "No NSP" ablation (MLM only).
+    left_to_right: causal attention, next-token targets, no NSP ("LTR & No NSP").
+    dynamic_masking: mask on the fly, a new mask each time a sequence is read.
+    gradient_accumulation_steps: split each replica's batch in this many micro-batches.
+    mixed_precision: "float32", "mixed_bfloat16" (TPUs) or "mixed_float16" (GPUs, with loss scaling).
+    adam_bias_correction: Adam's bias correction (as PyTorch's and Keras' AdamW); False is the
+      released `AdamWeightDecayOptimizer`, which has none and learns far less at short budgets.
+    """
+
+    input_files: str = ""
+    output_dir: str = ""
+    config: object = None
+    vocab_file: str = None
+    do_lower_case: bool = True
+    init_model_dir: str = None
+    mode: str = "train"
+    strategy: str = "auto"
+    tpu: str = None
+    train_batch_size: int = 32
+    eval_batch_size: int = 32
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    num_train_steps: int = 100000
+    num_warmup_steps: int = 10000
+    learning_rate: float = 5e-5
+    optimizer: str = "adamw"
+    weight_decay: float = 0.01
+    adam_epsilon: float = 1e-6
+    adam_bias_correction: bool = True
+    clip_norm: float = 1.0
+    mixed_precision: str = "float32"
+    gradient_accumulation_steps: int = 1
+    steps_per_execution: int = 1
+    save_checkpoints_steps: int = 1000
+    keep_checkpoint_max: int = 5
+    next_sentence: bool = True
+    left_to_right: bool = False
+    dynamic_masking: bool = False
+    masked_lm_prob: float = 0.15
+    seed: int = 12345
+    shuffle_buffer_size: int = 10000
+    skip_corrupt_records: bool = False
+    max_eval_steps: int = 0
+    jit_compile: bool = False
+    verbose: int = 1
+    log_steps: int = 100
+
+    def validate(self):
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if not self.output_dir:
+            raise ValueError("output_dir is required")
+        if self.mode != "export" and not self.input_files:
+            raise ValueError("input_files is required")
+        for name in ("train_batch_size", "eval_batch_size", "max_seq_length", "max_predictions_per_seq",
+                     "num_train_steps", "gradient_accumulation_steps", "steps_per_execution",
+                     "save_checkpoints_steps", "keep_checkpoint_max"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not 0 <= self.num_warmup_steps <= self.num_train_steps:
+            raise ValueError(f"num_warmup_steps must be in [0, num_train_steps], got {self.num_warmup_steps}")
+        if self.config is not None and self.init_model_dir:
+            raise ValueError("give either config (with vocab_file) or init_model_dir, not both")
+        if self.init_model_dir and os.path.abspath(self.init_model_dir) == os.path.abspath(self.output_dir):
+            raise ValueError("output_dir must differ from init_model_dir")
+        if self.optimizer not in optimization.OPTIMIZER_NAMES:
+            raise ValueError(f"optimizer must be one of {optimization.OPTIMIZER_NAMES}")
+        if self.mixed_precision not in optimization.MIXED_PRECISION_POLICIES:
+            raise ValueError(f"mixed_precision must be one of {optimization.MIXED_PRECISION_POLICIES}")
+        if not 0 < self.masked_lm_prob < 1:
+            raise ValueError(f"masked_lm_prob must be in (0, 1), got {self.masked_lm_prob}")
+
+    @property
+    def uses_next_sentence(self):
+        return self.next_sentence and not self.left_to_right
+
+    def to_json_dict(self):
+        values = dataclasses.asdict(self)
+        if isinstance(self.config, BertConfig):
+            values["config"] = self.config.to_dict()
+        return values
+
+
+# ------------------------------------------------------------------------------------- setup
+@dataclasses.dataclass
+class _ModelSetup:
+    config: BertConfig
+    vocab: Vocabulary
+    do_lower_case: bool
+    init_weights: dict = None  # {original name: array} from init_model_dir, when starting fresh
+
+
+def _read_vocab(path):
+    return Vocabulary.from_file(path)
+
+
+def resolve_model_setup(options):
+    """The config, vocabulary and initial weights of a run (see `PretrainingOptions.config`)."""
+    out = options.output_dir
+    if options.init_model_dir:
+        config = model_dir_lib.read_config(options.init_model_dir)
+        vocab = model_dir_lib.read_vocab(options.init_model_dir, config)
+        do_lower_case = model_dir_lib.read_do_lower_case(options.init_model_dir)
+        weights = model_dir_lib.read_weights(options.init_model_dir)
+        return _ModelSetup(config, vocab, do_lower_case, weights)
+    if options.config is None:
+        if not os.path.exists(os.path.join(out, model_dir_lib.CONFIG_NAME)):
+            raise ValueError("give config and vocab_file (or init_model_dir); output_dir holds no "
+                             "config to resume from")
+        config = model_dir_lib.read_config(out)
+        vocab = (_read_vocab(options.vocab_file) if options.vocab_file
+                 else model_dir_lib.read_vocab(out, config))
+        vocab.check_size(config.vocab_size, os.path.join(out, model_dir_lib.CONFIG_NAME))
+        do_lower_case = model_dir_lib.read_do_lower_case(out)
+        return _ModelSetup(config, vocab, do_lower_case)
+    if not options.vocab_file:
+        raise ValueError("vocab_file is required with config")
+    vocab = _read_vocab(options.vocab_file)
+    if isinstance(options.config, BertConfig):
+        config = options.config
+        vocab.check_size(config.vocab_size)
+    elif str(options.config).endswith(".json") or os.path.exists(str(options.config)):
+        config = BertConfig.from_json_file(options.config)
+        vocab.check_size(config.vocab_size, options.config)
+    else:
+        # A preset fixes the sizes of the layers; the vocabulary fixes vocab_size.
+        config = BertConfig.from_preset(options.config, vocab_size=len(vocab))
+    return _ModelSetup(config, vocab, options.do_lower_case)
+
+
+def _run_record(options, config):
+    return {"bert_config": config.to_dict(), "next_sentence": options.uses_next_sentence,
+            "left_to_right": options.left_to_right, "optimizer": options.optimizer,
+            "loss_scaling": options.mixed_precision == "mixed_float16",
+            "train_batch_size": options.train_batch_size,
+            "max_seq_length": options.max_seq_length}
+
+
+def check_output_dir(options, config):
+    """Refuses an `output_dir` whose checkpoints or model belong to another configuration.
+
+    Returns the latest checkpoint path to resume from, or None.
+    """
+    out = options.output_dir
+    checkpoints = os.path.join(out, CHECKPOINTS_DIR)
+    latest = tf.train.latest_checkpoint(checkpoints) if tf.io.gfile.exists(checkpoints) else None
+    run_path = os.path.join(checkpoints, RUN_FILE)
+    if latest and not tf.io.gfile.exists(run_path):
+        raise PretrainingError(f"{checkpoints} holds checkpoints ({latest}) not written by this tool "
+                               f"(no {RUN_FILE}); refusing to overwrite them: choose another output_dir")
+    if latest:
+        with tf.io.gfile.GFile(run_path) as f:
+            previous = json.load(f)
+        current = _run_record(options, config)
+        different = [name for name in _STRUCTURAL if previous.get(name) != current[name]]
+        if different:
+            details = "; ".join(_describe_difference(name, previous.get(name), current[name])
+                                for name in different)
+            raise PretrainingError(
+                f"{out} holds a checkpoint of a different run ({details}); refusing to overwrite "
+                "it: choose another output_dir, or continue from it with init_model_dir")
+        if previous.get("train_batch_size") != current["train_batch_size"]:
+            logging.warning("train_batch_size changed from %s to %s: the data position of the "
+                            "resumed run is step * new batch size", previous.get("train_batch_size"),
+                            current["train_batch_size"])
+        return latest
+    config_path = os.path.join(out, model_dir_lib.CONFIG_NAME)
+    if tf.io.gfile.exists(os.path.join(out, model_dir_lib.WEIGHTS_NAME)):
+        raise PretrainingError(f"{out} already holds a model ({model_dir_lib.WEIGHTS_NAME}) and no "
+                               "training checkpoint; refusing to overwrite it: choose another output_dir")
+    if tf.io.gfile.exists(config_path):
+        existing = BertConfig.from_json_file(config_path)
+        if existing.to_dict() != config.to_dict():
+            raise PretrainingError(
+                f"{config_path} holds a different config "
+                f"({_describe_difference('bert_config', existing.to_dict(), config.to_dict())}); "
+                "refusing to overwrite it: choose another output_dir")
+    return None
+
+
+def _describe_difference(name, old, new):
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        return ", ".join(f"{k}: {old.get(k)!r} in the checkpoint, {new.get(k)!r} now" for k in keys)
+    return f"{name}: {old!r} in the checkpoint, {new!r} now"
+
+
+# ------------------------------------------------------------------------------------- input
+def _target_options(options, vocab):
+    special = vocab.special_ids()
+    return pretraining_input.TargetOptions(
+        dynamic_masking=options.dynamic_masking, left_to_right=options.left_to_right,
+        masked_lm_prob=options.masked_lm_prob, vocab_size=len(vocab),
+        cls_id=special["start_of_sequence_id"], sep_id=special["end_of_segment_id"],
+        mask_id=special["mask_id"])
+
+
+def _prepare_records(options):
+    files = pretraining_input.expand_file_pattern(options.input_files)
+    kind = pretraining_input.check_record_files(files, options.max_seq_length, options.max_predictions_per_seq)
+    if kind == pretraining_input.UNMASKED and not (options.dynamic_masking or options.left_to_right):
+        raise RecordsError(f"{files[0]}: unmasked records need dynamic_masking (or left_to_right)")
+    if options.skip_corrupt_records:
+        scan = pretraining_input.scan_record_files(files)
+        corrupt = [(path, records) for path, records, whole in scan if not whole]
+        total = sum(records for _, records, _ in scan)
+        if corrupt:
+            logging.warning("skipping the unreadable rest of %d corrupt file(s) (%d readable records "
+                            "in %d files):\n%s", len(corrupt), total, len(files),
+                            pretraining_input.corrupt_files_message(corrupt))
+        if total == 0:
+            raise RecordsError(f"no readable records in {len(files)} file(s)")
+    return files, kind
+
+
+def _check_batch(options, strategy):
+    replicas = strategy.num_replicas_in_sync
+    divisor = replicas * options.gradient_accumulation_steps
+    if options.train_batch_size % divisor:
+        raise ValueError(f"train_batch_size {options.train_batch_size} must be a multiple of replicas "
+                         f"({replicas}) x gradient_accumulation_steps ({options.gradient_accumulation_steps})")
+
+
+# -------------------------------------------------------------------------------------- train
+def _write_json(path, values):
+    write_text_atomic(path, json.dumps(values, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def _write_model_files(options, setup, state=None):
+    """The model directory files: config and vocab, plus the weights when `state` is given."""
+    out = options.output_dir
+    if state is None:
+        os.makedirs(out, exist_ok=True)
+        setup.config.to_json_file(os.path.join(out, model_dir_lib.CONFIG_NAME))
+        setup.vocab.write(os.path.join(out, model_dir_lib.VOCAB_NAME))
+        write_text_atomic(os.path.join(out, model_dir_lib.TOKENIZER_CONFIG_NAME),
+                          json.dumps({"do_lower_case": bool(setup.do_lower_case)}, indent=2) + "\n")
+        return
+    model_dir_lib.write_model_dir(out, setup.config, setup.vocab, setup.do_lower_case,
+                                  checkpoint_names.collect_weights(state.variable_map))
+
+
+def _summary_writer(options, strategy, name):
+    if not distribution.is_chief(strategy):
+        return tf.summary.create_noop_writer()
+    return tf.summary.create_file_writer(os.path.join(options.output_dir, "logs", name))
+
+
+def _checkpoint_manager(options, state):
+    directory = os.path.join(options.output_dir, CHECKPOINTS_DIR)
+    if not distribution.is_chief(state.strategy):
+        # Every worker must take part in saving; only the chief's files are kept.
+        directory = os.path.join(tempfile.gettempdir(), f"bert_keras_worker_{distribution.task_id(state.strategy)}")
+    return tf.train.CheckpointManager(state.checkpoint, directory, max_to_keep=options.keep_checkpoint_max,
+                                      checkpoint_name="ckpt")
+
+
+def train(options, strategy=None):
+    """Trains (or resumes) and writes the model directory; returns the final metrics dict."""
+    options.validate()
+    strategy = strategy or distribution.resolve_strategy(options.strategy, options.tpu)
+    _check_batch(options, strategy)
+    setup = resolve_model_setup(options)
+    if options.max_seq_length > setup.config.max_position_embeddings:
+        raise ConfigError(f"max_seq_length {options.max_seq_length} exceeds the config's "
+                          f"max_position_embeddings {setup.config.max_position_embeddings}")
+    latest = check_output_dir(options, setup.config)
+    files, kind = _prepare_records(options)
+
+    keras.utils.set_random_seed(options.seed)
+    state = build_training_state(setup.config, strategy, options)
+    chief = distribution.is_chief(strategy)
+    if latest:
+        state.checkpoint.restore(latest).assert_existing_objects_matched()
+        logging.info("resumed from %s at step %d", latest, int(state.step.numpy()))
+    elif setup.init_weights is not None:
+        assign_initial_weights(state, setup.init_weights,
+                               f"{options.init_model_dir}/{model_dir_lib.WEIGHTS_NAME}")
+        logging.info("initialized from %s", options.init_model_dir)
+    if chief:
+        _write_model_files(options, setup)
+        os.makedirs(os.path.join(options.output_dir, CHECKPOINTS_DIR), exist_ok=True)
+        _write_json(os.path.join(options.output_dir, CHECKPOINTS_DIR, RUN_FILE),
+                    _run_record(options, setup.config))
+        _write_json(os.path.join(options.output_dir, OPTIONS_FILE), options.to_json_dict())
+    manager = _checkpoint_manager(options, state)
+
+    start = int(state.step.numpy())
+    total = options.num_train_steps
+    if start >= total:
+        logging.info("step %d already reached num_train_steps %d", start, total)
+        if chief:
+            _write_model_files(options, setup, state)
+        return {"step": start}
+
+    dataset_fn = pretraining_input.make_dataset_fn(
+        files, kind, options.max_seq_length, options.max_predictions_per_seq, options.train_batch_size,
+        targets=_target_options(options, setup.vocab), start_step=start, shuffle=True, repeat=True,
+        seed=options.seed, shuffle_buffer_size=options.shuffle_buffer_size,
+        skip_corrupt_records=options.skip_corrupt_records)
+    dataset = strategy.distribute_datasets_from_function(dataset_fn)
+    iterator = iter(dataset)
+    train_steps = make_train_function(state, options.gradient_accumulation_steps, options.jit_compile)
+    writer = _summary_writer(options, strategy, "train")
+    console = _Console(total, start, options.verbose if chief else 0, options.log_steps)
+    step = start
+    interval = {}
+    metrics = {}
+    while step < total:
+        next_save = (step // options.save_checkpoints_steps + 1) * options.save_checkpoints_steps
+        num_steps = min(options.steps_per_execution, next_save - step, total - step)
+        began = time.time()
+        try:
+            result = train_steps(iterator, tf.constant(num_steps, tf.int32))
+            result = {name: value.numpy() for name, value in result.items()}
+        except tf.errors.DataLossError as error:
+            pretraining_input.raise_corrupt_files(files, error)
+        elapsed = max(time.time() - began, 1e-9)
+        if result["first_bad_step"] >= 0:
+            kept = manager.latest_checkpoint
+            raise NonFiniteLossError(
+                f"loss is {result['loss']} at step {int(result['first_bad_step'])}; training stopped. "
+                + (f"The last good checkpoint {kept} is kept; " if kept else "No checkpoint was saved; ")
+                + "lower the learning rate, check the records (masked_lm_weights), or use float32")
+        step = int(state.step.numpy())
+        metrics = metrics_from_sums({name: result[name] for name in SUM_NAMES})
+        metrics.update(examples_per_second=float(result["examples"]) / elapsed,
+                       tokens_per_second=float(result["tokens"]) / elapsed,
+                       learning_rate=float(result["learning_rate"]))
+        for name in SUM_NAMES:
+            interval[name] = interval.get(name, 0.0) + float(result[name])
+        _log_train(writer, step, metrics)
+        console.update(step, metrics)
+        if step % options.save_checkpoints_steps == 0 or step >= total:
+            path = manager.save(checkpoint_number=step)
+            since = metrics_from_sums(interval)
+            logging.info("step %d: saved %s; since the last save: %s", step, path,
+                         ", ".join(f"{k} {v:.4f}" for k, v in sorted(since.items())))
+            interval = {}
+    writer.flush()
+    if chief:
+        _write_model_files(options, setup, state)
+        logging.info("wrote the model directory %s", options.output_dir)
+    metrics["step"] = step
+    return metrics
+
+
+class _Console:
+    """A Keras progress bar on a terminal; otherwise a log line every `log_steps` steps."""
+
+    def __init__(self, total, start, verbose, log_steps):
+        self.verbose = verbose
+        self.log_steps = log_steps
+        self.last_logged = start
+        self.progbar = None
+        # A terminal or a notebook shows a live bar; logs get a line every `log_steps`.
+        if verbose and (sys.stdout.isatty() or "ipykernel" in sys.modules):
+            self.progbar = keras.utils.Progbar(total, verbose=1, stateful_metrics=[
+                "loss", "mlm_acc", "nsp_acc", "examples/s", "tokens/s", "lr"])
+            self.progbar.update(start)
+
+    def update(self, step, metrics):
+        shown = [("loss", metrics["loss"]), ("mlm_acc", metrics.get("masked_lm_accuracy", 0.0))]
+        if "next_sentence_accuracy" in metrics:
+            shown.append(("nsp_acc", metrics["next_sentence_accuracy"]))
+        shown += [("examples/s", metrics["examples_per_second"]),
+                  ("tokens/s", metrics["tokens_per_second"]), ("lr", metrics["learning_rate"])]
+        if self.progbar is not None:
+            self.progbar.update(step, shown)
+        elif self.verbose and step - self.last_logged >= self.log_steps:
+            self.last_logged = step
+            logging.info("step %d: %s", step, ", ".join(
+                f"{name} {value:.4g}" for name, value in shown))
+
+
+def _log_train(writer, step, metrics):
+    with writer.as_default(step=step):
+        for name, value in metrics.items():
+            tf.summary.scalar(name, value)
+
+
+# --------------------------------------------------------------------------- eval and export
+def _state_for_inference(options, strategy, setup):
+    """A built state whose weights come from the latest checkpoint, the output model or init dir."""
+    state = build_training_state(setup.config, strategy, options, with_optimizer=False)
+    checkpoints = os.path.join(options.output_dir, CHECKPOINTS_DIR)
+    latest = tf.train.latest_checkpoint(checkpoints) if tf.io.gfile.exists(checkpoints) else None
+    run_path = os.path.join(checkpoints, RUN_FILE)
+    if latest and tf.io.gfile.exists(run_path):
+        with tf.io.gfile.GFile(run_path) as f:
+            saved = json.load(f).get("bert_config")
+        if saved != setup.config.to_dict():
+            raise PretrainingError(f"{latest} holds a model of another config "
+                                   f"({_describe_difference('bert_config', saved, setup.config.to_dict())})")
+    weights_path = os.path.join(options.output_dir, model_dir_lib.WEIGHTS_NAME)
+    if latest:
+        state.checkpoint.restore(latest).expect_partial()  # the optimizer is not needed here
+        source = latest
+    elif tf.io.gfile.exists(weights_path):
+        assign_initial_weights(state, model_dir_lib.read_weights(options.output_dir), weights_path)
+        source = weights_path
+    elif setup.init_weights is not None:
+        assign_initial_weights(state, setup.init_weights, options.init_model_dir)
+        source = options.init_model_dir
+    else:
+        raise PretrainingError(f"nothing to evaluate: {options.output_dir} holds no checkpoint or model "
+                               "and no init_model_dir was given")
+    return state, source
+
+
+def evaluate(options, strategy=None):
+    """MLM and NSP accuracy and loss on the records of `input_files`, read once.
+
+    Writes `eval_results.txt` (`name = value` lines, as the original) and returns the dict.
+    """
+    options.validate()
+    strategy = strategy or distribution.resolve_strategy(options.strategy, options.tpu)
+    setup = resolve_model_setup(options)
+    files, kind = _prepare_records(options)
+    state, source = _state_for_inference(options, strategy, setup)
+    tpu = distribution.is_tpu_strategy(strategy)
+    dataset_fn = pretraining_input.make_dataset_fn(
+        files, kind, options.max_seq_length, options.max_predictions_per_seq, options.eval_batch_size,
+        targets=_target_options(options, setup.vocab), shuffle=False, repeat=False, seed=options.seed,
+        drop_remainder=tpu, skip_corrupt_records=options.skip_corrupt_records)
+    dataset = strategy.distribute_datasets_from_function(dataset_fn)
+    eval_step = make_eval_function(state)
+    totals = {name: 0.0 for name in SUM_NAMES + ("examples",)}
+    batches = 0
+    try:
+        for batch in dataset:
+            sums = eval_step(batch)
+            for name in totals:
+                totals[name] += float(sums[name].numpy())
+            batches += 1
+            if options.max_eval_steps and batches >= options.max_eval_steps:
+                break
+    except tf.errors.DataLossError as error:
+        pretraining_input.raise_corrupt_files(files, error)
+    results = metrics_from_sums({name: totals[name] for name in SUM_NAMES})
+    results.update(examples=int(totals["examples"]), batches=batches, global_step=int(state.step.numpy()))
+    if distribution.is_chief(strategy):
+        lines = [f"{name} = {value}" for name, value in sorted(results.items())]
+        lines.append(f"weights = {source}")
+        os.makedirs(options.output_dir, exist_ok=True)
+        write_text_atomic(os.path.join(options.output_dir, EVAL_RESULTS_FILE), "\n".join(lines) + "\n")
+        writer = _summary_writer(options, strategy, "eval")
+        with writer.as_default(step=results["global_step"]):
+            for name, value in results.items():
+                tf.summary.scalar(name, float(value))
+        writer.flush()
+    return results
+
+
+def export_model_dir(options, strategy=None):
+    """Writes the model directory of `output_dir` from its latest checkpoint (e.g. after a stop)."""
+    strategy = strategy or tf.distribute.get_strategy()
+    setup = resolve_model_setup(options)
+    checkpoints = os.path.join(options.output_dir, CHECKPOINTS_DIR)
+    if not (tf.io.gfile.exists(checkpoints) and tf.train.latest_checkpoint(checkpoints)):
+        raise PretrainingError(f"{checkpoints} holds no checkpoint to export")
+    state, source = _state_for_inference(options, strategy, setup)
+    _write_model_files(options, setup, state)
+    logging.info("wrote the model directory %s from %s", options.output_dir, source)
+    return {"step": int(state.step.numpy()), "checkpoint": source}
+
+
+def run_pretraining(options, strategy=None):
+    """Runs `options.mode` ("train", "eval" or "export"); returns its metrics dict."""
+    if options.mode == "train":
+        return train(options, strategy)
+    if options.mode == "eval":
+        return evaluate(options, strategy)
+    if options.mode == "export":
+        return export_model_dir(options, strategy)
+    raise ValueError(f"mode must be one of {MODES}, got {options.mode!r}")
+
+
+__all__ = ["PretrainingOptions", "PretrainingError", "NonFiniteLossError", "TrainingState",
+           "run_pretraining", "train", "evaluate", "export_model_dir", "resolve_model_setup",
+           "check_output_dir", "build_training_state", "assign_initial_weights", "make_train_function",
+           "make_eval_function", "CHECKPOINTS_DIR", "MODES"]

@@ -1,0 +1,233 @@
+"""tools/create_pretraining_data.py end to end: output, determinism, resume after a kill, bad input.
+
+Each run is a real subprocess of the tool, as a user or a cluster's job runner would start it.
+"""
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from bert_keras.pretraining.inputs import read_records
+from pretraining_data_fixtures import fixture_path, minilm_vocab_path
+from support import REPO_ROOT as ROOT
+
+TOOL = os.path.join(ROOT, "tools", "create_pretraining_data.py")
+SEQ, PRED = 64, 10
+# Small blocks, so that the 36 KB fixture makes several units of work.
+COMMON = ["--input_format=paragraphs", "--max_seq_length=64", "--max_predictions_per_seq=10",
+          "--dupe_factor=3", "--num_output_shards=4", "--block_size_kib=4", "--random_seed=7",
+          "--do_lower_case", "--noprogress"]
+
+
+def tool_command(output_dir, *extra, inputs=None, vocab=None):
+    return [sys.executable, TOOL, f"--input_file={inputs or fixture_path('wikitext.txt')}",
+            f"--vocab_file={vocab or minilm_vocab_path()}", f"--output_dir={output_dir}",
+            *COMMON, *extra]
+
+
+def run_tool(output_dir, *extra, env=None, **kwargs):
+    return subprocess.run(tool_command(output_dir, *extra, **kwargs), capture_output=True,
+                          text=True, timeout=300, env=env)
+
+
+def output_files(output_dir):
+    return {os.path.basename(p): open(p, "rb").read()
+            for p in sorted(glob.glob(os.path.join(output_dir, "*.tfrecord")))}
+
+
+def load_stats(output_dir):
+    with open(os.path.join(output_dir, "stats.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory):
+    """One complete run with two workers, shared by the tests below."""
+    output_dir = str(tmp_path_factory.mktemp("reference") / "out")
+    result = run_tool(output_dir, "--num_workers=2")
+    assert result.returncode == 0, result.stderr
+    return output_dir
+
+
+def test_output_records_and_statistics(reference_run):
+    names = sorted(os.listdir(reference_run))
+    assert names == ["manifest.json"] + [f"shard-0000{i}-of-00004.tfrecord" for i in range(4)] + [
+        "stats.json"]
+    stats = load_stats(reference_run)
+    assert stats["documents"] == 4 and stats["blocks"] > 4
+    dataset = read_records(os.path.join(reference_run, "shard-*.tfrecord"), 64, SEQ, PRED)
+    count, masked, mask_token, random_next = 0, 0, 0, 0
+    lengths = []
+    for batch in dataset:
+        ids = batch["input_ids"]
+        assert np.all(ids[:, 0] == 101) and np.all((ids == 102).sum(axis=1) == 2)
+        positions = batch["masked_lm_positions"]
+        weights = batch["masked_lm_weights"]
+        rows = np.nonzero(weights)[0]
+        masked += len(rows)
+        mask_token += np.sum(ids[rows, positions[np.nonzero(weights)]] == 103)
+        random_next += batch["next_sentence_labels"].sum()
+        lengths.extend(batch["input_mask"].sum(axis=1))
+        count += len(ids)
+    assert count == stats["instances"]
+    assert masked == stats["masked_tokens"]
+    assert random_next / count == pytest.approx(stats["random_next_fraction"])
+    assert np.bincount(lengths, minlength=SEQ + 1).tolist() == stats["sequence_length_histogram"]
+    assert stats["masked_fraction"] == pytest.approx(0.15, abs=0.01)
+    assert mask_token / masked == pytest.approx(0.8, abs=0.03)
+    assert stats["mask_token_share"] == pytest.approx(0.8, abs=0.03)
+    # Sentence-split text: one-sentence chunks always take a random next (PITFALLS.md: ~55%).
+    assert 0.52 < stats["random_next_fraction"] < 0.62
+
+
+def test_same_bytes_for_any_number_of_workers(reference_run, tmp_path):
+    # One worker runs in the tool's own process, two in spawned processes that finish blocks
+    # and shards in any order.
+    output_dir = str(tmp_path / "one-worker")
+    result = run_tool(output_dir, "--num_workers=1")
+    assert result.returncode == 0, result.stderr
+    assert output_files(output_dir) == output_files(reference_run)
+    stats, expected = load_stats(output_dir), load_stats(reference_run)
+    stats.pop("seconds"), expected.pop("seconds")
+    assert stats == expected
+
+
+# Runs the tool (argv[1:]) in this process; SIGKILL as soon as a second output shard is renamed
+# into place (with --num_workers=1 the shards are merged in the main process).
+KILLED_AFTER_TWO_SHARDS = """
+import os, runpy, signal, sys
+replace, shards = os.replace, []
+def replace_then_maybe_die(source, target):
+    replace(source, target)
+    if str(target).endswith(".tfrecord"):
+        shards.append(target)
+        if len(shards) == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+os.replace = replace_then_maybe_die
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_resume_after_kill(reference_run, tmp_path):
+    output_dir = str(tmp_path / "out")
+    work = os.path.join(output_dir, ".work-incomplete")
+    # Killed from outside during phase 1, once the first blocks are written.
+    process = subprocess.Popen(tool_command(output_dir, "--num_workers=1"),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not glob.glob(os.path.join(work, "block-*.bin")) and process.poll() is None:
+        assert time.time() < deadline
+        time.sleep(0.01)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert process.returncode == -signal.SIGKILL
+    assert output_files(output_dir) == {}, "no shard before the end of phase 1"
+    assert not os.path.exists(os.path.join(output_dir, "stats.json"))
+    # Rerun, killed (SIGKILL) right after the second shard is complete.
+    result = subprocess.run([sys.executable, "-c", KILLED_AFTER_TWO_SHARDS]
+                            + tool_command(output_dir, "--num_workers=1")[1:],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == -signal.SIGKILL
+    reference = output_files(reference_run)
+    partial = output_files(output_dir)
+    assert len(partial) == 2 and all(partial[name] == reference[name] for name in partial)
+    assert not os.path.exists(os.path.join(output_dir, "stats.json"))
+    # Finish, with another number of workers.
+    result = run_tool(output_dir, "--num_workers=2")
+    assert result.returncode == 0, result.stderr
+    assert output_files(output_dir) == reference
+    assert not os.path.exists(work)
+    # A further rerun has nothing to do; other settings are refused.
+    assert run_tool(output_dir).returncode == 0
+    result = run_tool(output_dir, "--dupe_factor=4")
+    assert result.returncode == 1 and "other settings" in result.stderr
+
+
+def test_original_format_and_invalid_utf8(tmp_path):
+    text = open(fixture_path("sample_text.txt"), "rb").read()
+    corpus = tmp_path / "corpus.txt"
+    # A line with invalid UTF-8 in the middle of the first document, and an empty document.
+    corpus.write_bytes(text.replace(b"\n", b"\nbad bytes \xff\xfe here.\n", 1) + b"\n\n\n")
+    output_dir = str(tmp_path / "out")
+    result = subprocess.run(
+        [sys.executable, TOOL, f"--input_file={corpus}", f"--vocab_file={minilm_vocab_path()}",
+         f"--output_dir={output_dir}", "--max_seq_length=64", "--dupe_factor=2",
+         "--num_output_shards=2", "--num_workers=1"],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "random next" in result.stderr  # the printed statistics
+    stats = load_stats(output_dir)
+    assert stats["invalid_utf8_lines"] == 1 and stats["skipped_invalid_utf8_lines"] == 0
+    assert stats["documents"] == 3
+    assert stats["sentences"] == len([l for l in text.split(b"\n") if l.strip()]) + 1
+
+
+def assert_no_output(output_dir):
+    assert not os.path.exists(output_dir) or not [
+        name for name in os.listdir(output_dir) if not name.startswith(".")]
+
+
+def test_bad_inputs_fail_clearly_without_output(tmp_path):
+    output_dir = str(tmp_path / "out")
+    result = run_tool(output_dir, inputs=str(tmp_path / "missing-*.txt"))
+    assert result.returncode == 1 and "nothing matches" in result.stderr
+    assert_no_output(output_dir)
+
+    bad_vocab = tmp_path / "vocab.txt"
+    bad_vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n")
+    result = run_tool(output_dir, vocab=str(bad_vocab))
+    assert result.returncode == 1 and "[MASK]" in result.stderr
+    assert_no_output(output_dir)
+
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    result = run_tool(str(a_file / "out"))
+    assert result.returncode == 1 and "cannot write to --output_dir" in result.stderr
+
+    result = run_tool(output_dir, "--max_seq_length=4")
+    assert result.returncode == 1 and "max_seq_length" in result.stderr
+    assert_no_output(output_dir)
+
+    result = run_tool(output_dir, "--num_tasks=2", "--task_index=2")
+    assert result.returncode == 1 and "task_index" in result.stderr
+    assert_no_output(output_dir)
+
+
+def test_empty_input_fails_without_output(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n \n\t\n\n")
+    output_dir = str(tmp_path / "out")
+    result = run_tool(output_dir, "--num_workers=1", inputs=str(empty))
+    assert result.returncode == 1 and "no document" in result.stderr
+    assert not os.path.exists(output_dir)
+
+
+def test_tasks_take_disjoint_files(tmp_path):
+    lines = open(fixture_path("wikitext.txt"), encoding="utf-8").read().split("\n")
+    titles = [i for i, line in enumerate(lines) if line.startswith(" = ") and
+              not line.startswith(" = = ")]
+    for k, (start, end) in enumerate(zip(titles, titles[1:] + [len(lines)])):
+        path = tmp_path / f"article-{k}.txt"
+        path.write_text("\n".join(lines[start:end]) + "\n", encoding="utf-8")
+    output_dir = str(tmp_path / "out")
+    result = run_tool(output_dir, "--num_tasks=2", "--task_index=1", "--num_workers=1",
+                      inputs=str(tmp_path / "article-*.txt"))
+    assert result.returncode == 0, result.stderr
+    with open(os.path.join(output_dir, "task-00001-of-00002-stats.json")) as f:
+        stats = json.load(f)
+    assert stats["documents"] == 2 and stats["input_files"] == 2
+    assert sorted(os.listdir(output_dir)) == [
+        "task-00001-of-00002-manifest.json"] + [
+        f"task-00001-of-00002-shard-0000{i}-of-00004.tfrecord" for i in range(4)] + [
+        "task-00001-of-00002-stats.json"]
+    with open(os.path.join(output_dir, "task-00001-of-00002-manifest.json")) as f:
+        inputs = [os.path.basename(entry[0]) for entry in json.load(f)["input_files"]]
+    assert inputs == ["article-1.txt", "article-3.txt"]

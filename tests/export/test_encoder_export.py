@@ -1,0 +1,233 @@
+"""The TF Hub-style encoder export, reloaded in a process that cannot import bert_keras."""
+
+import os
+
+import numpy as np
+import pytest
+
+from export_helpers import run_fresh, tiny_config, write_pretrained_dir
+from model_fixtures import numpy_bert, tiny_vocab_tokens
+
+SEQ = 12
+
+
+def _inputs():
+    rng = np.random.default_rng(7)
+    ids = rng.integers(5, 60, size=(3, SEQ)).astype(np.int32)
+    mask = np.ones_like(ids)
+    mask[1, 8:] = 0
+    mask[2, 3:] = 0
+    ids = ids * mask
+    ids[:, 0] = 2
+    types = np.zeros_like(ids)
+    types[0, 6:] = 1
+    positions = np.array([[1, 2, 5], [0, 3, 7], [1, 1, 2]], np.int32)
+    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}, positions
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    """A tiny model directory and its float32 export, and a mixed-bf16 model's two exports."""
+    import keras
+
+    from bert_keras.model import checkpoint_names, model_dir
+    from bert_keras.export import encoder_export
+    from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
+
+    root = tmp_path_factory.mktemp("encoder_export")
+    model_path = str(root / "model")
+    write_pretrained_dir(model_path, tiny_vocab_tokens(64))
+    # The float32 export goes through the command line tool.
+    cli = _run_cli(model_path, root / "encoder")
+
+    # A model "trained" under mixed_bfloat16: float32 master weights, bf16 compute.
+    keras.utils.set_random_seed(3)
+    config = tiny_config(64)
+    bf16_model = build_pretraining_model(config, next_sentence=False, dtype="mixed_bfloat16")
+    bf16_weights = checkpoint_names.collect_weights(pretraining_weight_map(bf16_model))
+    encoder_export.export_encoder(str(root / "from_bf16"), config, bf16_weights)
+    encoder_export.export_encoder(str(root / "bf16"), config, bf16_weights, dtype="bfloat16",
+                                  with_mlm=False)
+    return {"root": root, "model_dir": model_path, "bf16_config": config, "cli": cli,
+            "bf16_weights": bf16_weights,
+            "weights": model_dir.read_weights(model_path),
+            "config": model_dir.read_config(model_path)}
+
+
+_CHILD = '''
+import time
+
+def graph_dtypes(concrete):
+    dtypes = set()
+    for function in [concrete.graph.as_graph_def()] + [
+            f for f in concrete.graph.as_graph_def().library.function]:
+        nodes = function.node if hasattr(function, "node") else function.node_def
+        for node in nodes:
+            for key in ("T", "dtype", "DstT"):
+                if key in node.attr and node.attr[key].type:
+                    dtypes.add(tf.dtypes.as_dtype(node.attr[key].type).name)
+    return sorted(dtypes)
+
+feed = {k: tf.constant(v) for k, v in INPUTS.items()}
+
+def describe(path):
+    r = {}
+    start = time.perf_counter()
+    obj = tf.saved_model.load(path)
+    r["load_seconds"] = time.perf_counter() - start
+    out = obj(feed, training=False)
+    r["default_call"] = {k: v.numpy() for k, v in obj(feed).items() if k != "encoder_outputs"}
+    r["inference"] = {k: (v.numpy() if k != "encoder_outputs" else [x.numpy() for x in v])
+                            for k, v in out.items()}
+    r["output_keys"] = sorted(out)
+    r["output_dtypes"] = sorted({v.dtype.name for v in tf.nest.flatten(out)})
+    t1 = obj(feed, training=True)["sequence_output"].numpy()
+    t2 = obj(feed, training=True)["sequence_output"].numpy()
+    r["training_pair"] = (t1, t2)
+    r["num_variables"] = len(obj.variables)
+    r["num_trainable"] = len(obj.trainable_variables)
+    r["regularization_losses"] = len(obj.regularization_losses)
+    signature = obj.signatures["serving_default"]
+    r["signature_inputs"] = sorted(
+        (name, spec.dtype.name, spec.shape.as_list())
+        for name, spec in signature.structured_input_signature[1].items())
+    r["signature_outputs"] = sorted(
+        (name, spec.dtype.name, spec.shape.as_list()) for name, spec in signature.structured_outputs.items())
+    r["signature_values"] = {k: v.numpy() for k, v in signature(**feed).items()}
+    r["graph_dtypes"] = graph_dtypes(signature)
+    r["op_types"] = graph_op_types(signature)
+    if hasattr(obj, "mlm"):
+        mlm = obj.mlm(dict(feed, masked_lm_positions=tf.constant(POSITIONS)), training=False)
+        r["mlm_logits"] = mlm["mlm_logits"].numpy()
+        r["mlm_keys"] = sorted(mlm)
+        r["mlm_variables"] = len(obj.mlm.variables)
+    serve = obj.serve(feed)
+    r["serve_pooled"] = serve["pooled_output"].numpy()
+    return r
+
+for name, path in EXPORT_DIRS.items():
+    results[name] = describe(path)
+'''
+
+
+def _reference(config, weights, inputs, positions, dtype=None):
+    from bert_keras.export.encoder_export import build_keras_models
+
+    encoder, head = build_keras_models(config, weights, dtype="float32")
+    outputs = encoder(inputs)
+    mlm = head(outputs["sequence_output"], positions).numpy() if head is not None else None
+    return {"pooled_output": outputs["pooled_output"].numpy(),
+            "sequence_output": outputs["sequence_output"].numpy(),
+            "encoder_outputs": [x.numpy() for x in outputs["encoder_outputs"]]}, mlm
+
+
+@pytest.fixture(scope="module")
+def loaded(exports):
+    """One fresh process loads the three exports."""
+    inputs, positions = _inputs()
+    root = exports["root"]
+    return run_fresh(_CHILD, INPUTS=inputs, POSITIONS=positions,
+                     EXPORT_DIRS={name: str(root / name) for name in
+                                  ("encoder", "from_bf16", "bf16")})
+
+
+@pytest.fixture(scope="module")
+def float32_results(loaded):
+    return loaded["encoder"]
+
+
+def test_encoder_matches_in_memory_model_and_numpy_bert(exports, float32_results):
+    inputs, positions = _inputs()
+    expected, expected_mlm = _reference(exports["config"], exports["weights"], inputs, positions)
+    got = float32_results["inference"]
+    for name in ("pooled_output", "sequence_output"):
+        assert np.abs(got[name] - expected[name]).max() <= 1e-5, name
+    assert len(got["encoder_outputs"]) == 2
+    for layer, want in zip(got["encoder_outputs"], expected["encoder_outputs"]):
+        assert np.abs(layer - want).max() <= 1e-5
+    np.testing.assert_array_equal(got["encoder_outputs"][-1], got["sequence_output"])
+    np.testing.assert_array_equal(got["default"], got["pooled_output"])
+    assert np.abs(float32_results["mlm_logits"] - expected_mlm).max() <= 1e-5
+    # Independent reference: the paper's forward pass in float64 NumPy.
+    sequence, pooled, _ = numpy_bert(exports["weights"], exports["config"], inputs["input_word_ids"],
+                                     inputs["input_mask"], inputs["input_type_ids"])
+    assert np.abs(got["sequence_output"] - sequence).max() < 1e-4
+    assert np.abs(got["pooled_output"] - pooled).max() < 1e-4
+    # The default of `training` is False, and the serve endpoint is the inference function.
+    np.testing.assert_array_equal(float32_results["default_call"]["pooled_output"],
+                                  got["pooled_output"])
+    np.testing.assert_allclose(float32_results["serve_pooled"], got["pooled_output"], atol=1e-6)
+
+
+def test_tf_hub_names_and_dtypes(float32_results):
+    r = float32_results
+    assert r["output_keys"] == ["default", "encoder_outputs", "pooled_output", "sequence_output"]
+    assert r["output_dtypes"] == ["float32"]
+    assert r["mlm_keys"] == ["default", "encoder_outputs", "mlm_logits", "pooled_output",
+                             "sequence_output"]
+    assert r["mlm_logits"].shape == (3, 3, 64)
+    # 5 embedding weights, 16 per layer, 2 pooler; the MLM head adds 5 (its projection is tied).
+    assert r["num_trainable"] == 5 + 2 * 16 + 2 + 5
+    assert r["num_variables"] >= r["num_trainable"]
+    assert r["mlm_variables"] == r["num_variables"]
+    assert r["regularization_losses"] == 0
+    assert r["signature_inputs"] == [(n, "int32", [None, None]) for n in
+                                     ("input_mask", "input_type_ids", "input_word_ids")]
+    assert r["signature_outputs"] == [("default", "float32", [None, 32]),
+                                      ("pooled_output", "float32", [None, 32]),
+                                      ("sequence_output", "float32", [None, None, 32])]
+    np.testing.assert_allclose(r["signature_values"]["pooled_output"],
+                               r["inference"]["pooled_output"], atol=1e-6)
+    assert "bfloat16" not in r["graph_dtypes"]
+    assert not {"PyFunc", "EagerPyFunc", "PyFuncStateless"} & set(r["op_types"])
+
+
+def test_dropout_only_when_training(float32_results):
+    first, second = float32_results["training_pair"]
+    inference = float32_results["inference"]["sequence_output"]
+    assert np.abs(first - inference).max() > 1e-2
+    assert np.abs(first - second).max() > 1e-2
+
+
+def test_mixed_bfloat16_model_exports_exact_float32_and_optional_bfloat16(exports, loaded):
+    inputs, positions = _inputs()
+    expected, _ = _reference(exports["bf16_config"], exports["bf16_weights"], inputs, positions)
+    results = loaded["from_bf16"]
+    for name in ("pooled_output", "sequence_output"):
+        assert np.abs(results["inference"][name] - expected[name]).max() <= 1e-5
+    assert "bfloat16" not in results["graph_dtypes"]
+    bf16 = loaded["bf16"]
+    assert bf16["output_dtypes"] == ["float32"]
+    assert "bfloat16" in bf16["graph_dtypes"]
+    assert "mlm_logits" not in bf16
+    got = bf16["inference"]
+    assert np.abs(got["sequence_output"] - expected["sequence_output"]).max() < 0.1
+    assert np.abs(got["pooled_output"] - expected["pooled_output"]).max() < 0.05
+
+
+def _run_cli(model_dir, export_dir):
+    import subprocess
+    import sys
+
+    from export_helpers import REPO_ROOT
+
+    return subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, "tools", "export_savedmodel.py"),
+         f"--model_dir={model_dir}", f"--export_dir={export_dir}", "--kind=encoder"],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+
+
+def test_cli_exports_encoder(exports):
+    process = exports["cli"]
+    assert process.returncode == 0, process.stderr[-3000:]
+    out = exports["root"] / "encoder"
+    assert (out / "saved_model.pb").exists() and (out / "variables").is_dir()
+    assert "wrote encoder SavedModel" in process.stdout
+
+
+def test_unknown_dtype_is_a_clear_error(exports):
+    from bert_keras.export import encoder_export
+
+    with pytest.raises(ValueError, match="float32"):
+        encoder_export.dtype_policy("float16")

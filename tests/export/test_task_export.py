@@ -1,0 +1,415 @@
+"""Raw-text task SavedModels: classification, regression, SQuAD v2.0 and NER, reloaded in a
+process that cannot import bert_keras, checked against the project's pure-Python fine-tuning
+pipeline (tokenizer, packing, windows, post-processing) and against bad input."""
+
+import numpy as np
+import pytest
+
+from export_helpers import WORDS, run_fresh, tiny_config, word_vocab
+
+NER_LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
+
+
+def _sentence(rng, low, high):
+    words = [w for w in WORDS if not w.startswith("##")]
+    text = " ".join(rng.choice(words, size=int(rng.integers(low, high))))
+    return text.replace(" .", ".").replace(" ,", ",").capitalize()
+
+
+def _texts(seed, count, low, high):
+    rng = np.random.default_rng(seed)
+    return [_sentence(rng, low, high) for _ in range(count)]
+
+
+# Bad input for every kind: empty, only punctuation, only unknown characters, invalid UTF-8,
+# far longer than a window, control characters.
+BAD = [b"", b"?!...,;", "\u2603\u2604 \U0001F600".encode(), b"bob \xff\xfe lives\xe2\x82",
+       (" ".join(["paris is the capital of france"] * 400)).encode(), b"\x00\x01 \t\n bob"]
+
+CLASSIFY_A = _texts(1, 6, 2, 14) + ["Unaffable CAFÉ naïve über!", "the the the the the the"]
+CLASSIFY_B = _texts(2, 6, 2, 14) + ["", "a " * 40]
+CONTEXTS = _texts(3, 4, 20, 60) + ["Bob lives in Paris, the capital of France.", ""]
+QUESTIONS = _texts(4, 4, 2, 8) + ["Who lives in Paris?", "Who?"]
+NER_TEXTS = [t.title() for t in _texts(5, 5, 3, 30)] + ["John lives in New York and works at Google."]
+
+
+def _randomize_head(model, seed):
+    """Large random head weights, so that predictions differ from row to row."""
+    from export_helpers import _perturb_zero_weights
+
+    from bert_keras.finetuning.task_models import task_weight_map
+
+    _perturb_zero_weights(task_weight_map(model), seed)
+    rng = np.random.default_rng(seed)
+    # Larger encoder weights than the 0.02 initializer, so that [CLS] depends on the text.
+    for name, variable in task_weight_map(model).items():
+        if name.endswith(("/kernel", "_embeddings")) and name.startswith("bert/"):
+            variable.assign(rng.normal(0, 0.2, variable.shape).astype("float32"))
+    for variable in model.head.weights:
+        scale = 0.0 if len(variable.shape) == 1 else 1.0  # biases 0
+        variable.assign(rng.normal(0, scale, variable.shape).astype("float32"))
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    import keras
+
+    from bert_keras.finetuning import task_models
+    from bert_keras.export import task_export
+    from bert_keras.text.vocab import Vocabulary
+
+    root = tmp_path_factory.mktemp("task_export")
+    vocab = Vocabulary(word_vocab())
+    config = tiny_config(len(vocab))
+    specs = {
+        "classification": (lambda: task_models.build_classifier(config, num_labels=3),
+                           {"task": "glue/mnli", "max_seq_length": 16,
+                            "label_names": ["contradiction", "entailment", "neutral"]}),
+        "regression": (lambda: task_models.build_classifier(config, regression=True),
+                       {"task": "glue/stsb", "max_seq_length": 16, "label_names": None}),
+        "squad": (lambda: task_models.build_span_model(config),
+                  {"task": "squad_v2", "max_seq_length": 32, "doc_stride": 8,
+                   "max_query_length": 8, "max_answer_length": 6, "n_best_size": 20,
+                   "version_2_with_negative": True, "null_score_diff_threshold": 0.5,
+                   "label_names": None}),
+        "ner": (lambda: task_models.build_token_tagger(config, num_labels=len(NER_LABELS)),
+                {"task": "conll2003", "max_seq_length": 12, "label_names": NER_LABELS,
+                 "tagging_scheme": "first_wordpiece"}),
+    }
+    result = {"root": root, "vocab": vocab, "modules": {}, "models": {}, "task_configs": {}}
+    for seed, (name, (build, task_config)) in enumerate(specs.items()):
+        keras.utils.set_random_seed(seed)
+        model = build()
+        _randomize_head(model, seed)
+        model_dir = str(root / f"{name}_model")
+        full_config = task_models.save_task_model_dir(model, model_dir, config, vocab, True,
+                                                      task_config)
+        # Enough windows for the reference texts; the long bad input is cut.
+        module = task_export.build_task_module(model_dir, max_windows=16 if name == "squad" else 8)
+        task_export.save_task_module(module, str(root / name))
+        result["modules"][name] = module
+        result["models"][name] = model
+        result["task_configs"][name] = full_config
+    return result
+
+
+_CHILD = '''
+import time
+
+def run(name, **inputs):
+    fn = SIGNATURES[name]
+    out = fn(**{k: tf.constant(v, tf.string) for k, v in inputs.items()})
+    return {k: v.numpy() for k, v in out.items()}
+
+SIGNATURES, results["load_seconds"], results["specs"] = {}, {}, {}
+for name in NAMES:
+    start = time.perf_counter()
+    obj = tf.saved_model.load(ROOT + "/" + name)
+    results["load_seconds"][name] = time.perf_counter() - start
+    SIGNATURES[name] = obj.signatures["serving_default"]
+    signature = SIGNATURES[name]
+    results.setdefault("op_types", {})[name] = graph_op_types(signature)
+    results["specs"][name] = (
+        sorted((k, s.dtype.name) for k, s in signature.structured_input_signature[1].items()),
+        sorted((k, s.dtype.name) for k, s in signature.structured_outputs.items()))
+    if name == "classification":
+        results["label_names"] = [x.decode() for x in obj.label_names.numpy()]
+
+for name in ("classification", "regression"):
+    results[name] = run(name, text_a=CLASSIFY_A, text_b=CLASSIFY_B)
+    results[name + "_bad"] = run(name, text_a=BAD, text_b=BAD[::-1])
+    results[name + "_empty"] = run(name, text_a=[], text_b=[])
+results["squad"] = run("squad", question=QUESTIONS, context=CONTEXTS)
+results["squad_bad"] = run("squad", question=BAD, context=BAD[::-1])
+results["squad_bad_context"] = run("squad", question=["who"] * len(BAD), context=BAD)
+results["squad_empty"] = run("squad", question=[], context=[])
+results["ner"] = run("ner", text=NER_TEXTS)
+results["ner_bad"] = run("ner", text=BAD)
+results["ner_empty"] = run("ner", text=[])
+'''
+
+
+@pytest.fixture(scope="module")
+def loaded(exported):
+    return run_fresh(_CHILD, ROOT=str(exported["root"]), NAMES=sorted(exported["modules"]),
+                     CLASSIFY_A=CLASSIFY_A, CLASSIFY_B=CLASSIFY_B, QUESTIONS=QUESTIONS,
+                     CONTEXTS=CONTEXTS, NER_TEXTS=NER_TEXTS, BAD=BAD)
+
+
+def _in_memory(module, **inputs):
+    import tensorflow as tf
+
+    out = module.serving_default(**{k: tf.constant(v, tf.string) for k, v in inputs.items()})
+    return {k: v.numpy() for k, v in out.items()}
+
+
+def _assert_same(got, want):
+    assert sorted(got) == sorted(want)
+    for key in want:
+        if want[key].dtype.kind in "fc":
+            assert np.abs(got[key] - want[key]).max(initial=0.0) <= 1e-5, key
+        else:
+            np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+
+
+def _python_pipeline_inputs(exported, text_a, text_b, seq_length):
+    from bert_keras.finetuning.tasks import encoding
+    from bert_keras.finetuning.tasks.wordpiece import WordPieceTokenizer
+
+    tokenizer = WordPieceTokenizer(exported["vocab"], do_lower_case=True)
+    return encoding.encode_texts(text_a, text_b, tokenizer.tokenize_word, exported["vocab"],
+                                 max_seq_length=seq_length)
+
+
+# ------------------------------------------------------------------------ classification
+def test_classification_matches_in_memory_and_python_pipeline(exported, loaded):
+    module = exported["modules"]["classification"]
+    _assert_same(loaded["classification"],
+                 _in_memory(module, text_a=CLASSIFY_A, text_b=CLASSIFY_B))
+    # The same ids as fine-tuning's pure-Python packing (original truncation of pairs) ...
+    expected = _python_pipeline_inputs(exported, CLASSIFY_A, CLASSIFY_B, 16)
+    import tensorflow as tf
+
+    ids = module.encode(tf.constant(CLASSIFY_A), tf.constant(CLASSIFY_B))
+    for name in expected:
+        np.testing.assert_array_equal(ids[name].numpy(), expected[name], err_msg=name)
+    # ... and the fine-tuned Keras model's probabilities on them.
+    logits = exported["models"]["classification"](expected).numpy()
+    probabilities = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    got = loaded["classification"]
+    assert np.abs(got["probabilities"] - probabilities).max() <= 1e-5
+    np.testing.assert_array_equal(got["label_id"], logits.argmax(-1))
+    names = exported["task_configs"]["classification"]["label_names"]
+    assert [x.decode() for x in got["label_name"]] == [names[i] for i in logits.argmax(-1)]
+    assert len(set(got["label_id"].tolist())) > 1, "degenerate test: one label for every row"
+
+
+def test_regression_score(exported, loaded):
+    _assert_same(loaded["regression"], _in_memory(exported["modules"]["regression"],
+                                                  text_a=CLASSIFY_A, text_b=CLASSIFY_B))
+    expected = _python_pipeline_inputs(exported, CLASSIFY_A, CLASSIFY_B, 16)
+    scores = exported["models"]["regression"](expected).numpy()[:, 0]
+    assert np.abs(loaded["regression"]["score"] - scores).max() <= 1e-5
+
+
+def test_pair_truncation_is_the_original_rule():
+    import tensorflow as tf
+
+    from bert_keras.text.packing import truncated_pair_lengths
+    from bert_keras.finetuning.tasks.encoding import truncate_pair
+
+    lengths = [(a, b) for a in range(0, 14) for b in range(0, 14)]
+    for budget in (1, 6, 7, 13):
+        got_a, got_b = truncated_pair_lengths(tf.constant([a for a, _ in lengths]),
+                                              tf.constant([b for _, b in lengths]), budget)
+        for (a, b), new_a, new_b in zip(lengths, got_a.numpy(), got_b.numpy()):
+            ids_a, ids_b = list(range(a)), list(range(b))
+            truncate_pair(ids_a, ids_b, budget)
+            assert (new_a, new_b) == (len(ids_a), len(ids_b)), (a, b, budget)
+
+
+# ---------------------------------------------------------------------------------- SQuAD
+def _python_squad(exported, version_2, threshold):
+    """The project's pure-Python SQuAD pipeline: features, the Keras model, post-processing."""
+    from bert_keras.finetuning.tasks import squad, squad_postprocess
+    from bert_keras.finetuning.tasks.wordpiece import WordPieceTokenizer
+
+    config = exported["task_configs"]["squad"]
+    articles = [{"title": "t", "paragraphs": [
+        {"context": context, "qas": [{"id": str(i), "question": question, "answers": [],
+                                       "is_impossible": True}]}]}
+        for i, (question, context) in enumerate(zip(QUESTIONS, CONTEXTS)) if context]
+    data = squad.squad_data_from_json({"version": "v2.0", "data": articles}, is_training=False,
+                                      version_2_with_negative=True)
+    tokenizer = WordPieceTokenizer(exported["vocab"], do_lower_case=True)
+    features = squad.create_squad_features(
+        data.examples, tokenizer.tokenize_word, exported["vocab"], max_seq_length=32,
+        doc_stride=config["doc_stride"], max_query_length=config["max_query_length"])
+    assert len(features) > len(data.examples) + 3, "want contexts of several windows"
+    arrays = squad.features_to_arrays(features)
+    outputs = exported["models"]["squad"]({k: arrays[k] for k in
+                                           ("input_word_ids", "input_mask", "input_type_ids")})
+    result = squad_postprocess.postprocess_predictions(
+        data.examples, features, outputs["start_logits"].numpy(), outputs["end_logits"].numpy(),
+        n_best_size=20, max_answer_length=config["max_answer_length"], do_lower_case=True,
+        version_2_with_negative=version_2, null_score_diff_threshold=threshold)
+    return data.examples, result
+
+
+def _check_squad(got, examples, result, version_2):
+    answered = 0
+    for example in examples:
+        i = int(example.qas_id)
+        text = got["answer_text"][i].decode()
+        assert text == result.predictions[example.qas_id], (i, text)
+        if version_2:
+            assert abs(got["null_odds"][i] - result.null_odds[example.qas_id]) <= 1e-4
+        assert got["has_answer"][i] == bool(text)
+        if text:
+            answered += 1
+            assert CONTEXTS[i][got["answer_start"][i]:got["answer_end"][i]] == text
+        else:
+            assert got["answer_start"][i] == got["answer_end"][i] == -1
+    # An empty context has no answer.
+    assert got["answer_text"][-1] == b"" and not got["has_answer"][-1]
+    return answered
+
+
+def test_squad_matches_in_memory_and_original_post_processing(exported, loaded):
+    got = loaded["squad"]
+    _assert_same(got, _in_memory(exported["modules"]["squad"], question=QUESTIONS,
+                                 context=CONTEXTS))
+    examples, result = _python_squad(exported, True, 0.5)
+    assert _check_squad(got, examples, result, True) > 0
+
+
+def test_squad_v2_no_answer_wins_and_v1(exported):
+    """v2.0 with a threshold below every null odds answers "", v1.1 always answers."""
+    from bert_keras.export.task_export import TaskModule
+
+    exported_module = exported["modules"]["squad"]
+    special = exported["vocab"].special_ids()
+    for version_2, threshold in ((True, -100.0), (False, 0.0)):
+        task_config = dict(exported["task_configs"]["squad"], version_2_with_negative=version_2,
+                           null_score_diff_threshold=threshold)
+        module = TaskModule(exported_module.tokenizer, exported_module._model, task_config,
+                            special, 32, max_windows=16)
+        got = _in_memory(module, question=QUESTIONS, context=CONTEXTS)
+        examples, result = _python_squad(exported, version_2, threshold)
+        answered = _check_squad(got, examples, result, version_2)
+        assert answered == (0 if version_2 else len(examples))
+
+
+# ------------------------------------------------------------------------------------ NER
+def test_ner_matches_in_memory_and_first_wordpiece_tags(exported, loaded):
+    from bert_keras.metrics.conll_eval import extract_chunks
+    from bert_keras.finetuning.tasks import conll
+    from bert_keras.finetuning.tasks.wordpiece import WordPieceTokenizer, basic_tokenize
+
+    got = loaded["ner"]
+    _assert_same(got, _in_memory(exported["modules"]["ner"], text=NER_TEXTS))
+    tokenizer = WordPieceTokenizer(exported["vocab"], do_lower_case=True)
+    sentences = [conll.Sentence(basic_tokenize(text, True), []) for text in NER_TEXTS]
+    features = conll.create_conll_features(sentences, tokenizer.tokenize_word, exported["vocab"],
+                                           label_list=NER_LABELS, max_seq_length=12)
+    arrays = conll.features_to_arrays(features)
+    logits = exported["models"]["ner"]({k: arrays[k] for k in
+                                        ("input_word_ids", "input_mask", "input_type_ids")})
+    tags = conll.predictions_to_tags(features, logits.numpy().argmax(-1), sentences,
+                                     label_list=NER_LABELS)
+    total = 0
+    for i, (text, sentence, sentence_tags) in enumerate(zip(NER_TEXTS, sentences, tags)):
+        chunks = sorted(extract_chunks(sentence_tags), key=lambda chunk: chunk[1])
+        count = got["num_entities"][i]
+        assert count == len(chunks), (i, chunks)
+        total += count
+        for k, (kind, first, last) in enumerate(chunks):
+            assert got["entity_label"][i, k].decode() == kind
+            entity = got["entity_text"][i, k].decode()
+            assert entity.lower().replace(" ", "") == "".join(sentence.words[first:last + 1])
+            assert text[got["entity_start"][i, k]:got["entity_end"][i, k]] == entity
+            assert 0 < got["entity_score"][i, k] <= 1
+        assert (got["entity_start"][i, count:] == -1).all()
+        assert (got["entity_text"][i, count:] == b"").all()
+    assert total > 3
+
+
+# ------------------------------------------------------------------------ names and bad input
+def test_signatures_have_named_inputs_and_fixed_dtypes(loaded):
+    specs = loaded["specs"]
+    assert specs["classification"] == (
+        [("text_a", "string"), ("text_b", "string")],
+        [("label_id", "int32"), ("label_name", "string"), ("logits", "float32"),
+         ("probabilities", "float32")])
+    assert specs["regression"] == ([("text_a", "string"), ("text_b", "string")],
+                                   [("score", "float32")])
+    assert specs["squad"] == (
+        [("context", "string"), ("question", "string")],
+        [("answer_end", "int32"), ("answer_start", "int32"), ("answer_text", "string"),
+         ("has_answer", "bool"), ("null_odds", "float32"), ("score", "float32")])
+    assert specs["ner"] == (
+        [("text", "string")],
+        [("entity_end", "int32"), ("entity_label", "string"), ("entity_score", "float32"),
+         ("entity_start", "int32"), ("entity_text", "string"), ("num_entities", "int32")])
+    assert loaded["label_names"] == ["contradiction", "entailment", "neutral"]
+    # Serving-ready: no Python code in the graphs.
+    for name, types in loaded["op_types"].items():
+        assert not {"PyFunc", "EagerPyFunc", "PyFuncStateless"} & set(types), name
+        assert any("Wordpiece" in op for op in types), name  # the tokenizer is inside
+
+
+def _decoded(raw):
+    return raw.decode("utf-8", errors="replace")
+
+
+def test_bad_input_gives_valid_outputs(exported, loaded):
+    n = len(BAD)
+    for name in ("classification", "regression"):
+        out = loaded[name + "_bad"]
+        for value in out.values():
+            assert len(value) == n
+            if value.dtype.kind == "f":
+                assert np.isfinite(value).all()
+        assert all(len(v) == 0 for v in loaded[name + "_empty"].values())
+    assert loaded["classification_empty"]["probabilities"].shape == (0, 3)
+
+    for key in ("squad_bad", "squad_bad_context"):
+        out = loaded[key]
+        contexts = BAD[::-1] if key == "squad_bad" else BAD
+        assert out["answer_text"].shape == (n,)
+        assert np.isfinite(out["score"]).all() and np.isfinite(out["null_odds"]).all()
+        for i, raw in enumerate(contexts):
+            text = out["answer_text"][i].decode()
+            if out["has_answer"][i]:
+                assert _decoded(raw)[out["answer_start"][i]:out["answer_end"][i]] == text
+            else:
+                assert text == "" and out["answer_start"][i] == -1
+    assert all(len(v) == 0 for v in loaded["squad_empty"].values())
+
+    out = loaded["ner_bad"]
+    assert out["num_entities"].shape == (n,)
+    for i, raw in enumerate(BAD):
+        for k in range(out["num_entities"][i]):
+            entity = out["entity_text"][i, k].decode()
+            assert _decoded(raw)[out["entity_start"][i, k]:out["entity_end"][i, k]] == entity
+    assert out["num_entities"][0] == 0  # empty text
+    assert loaded["ner_empty"]["entity_text"].shape[0] == 0
+    assert loaded["ner_empty"]["num_entities"].shape == (0,)
+    # Long text: at most max_windows (8) windows of 10 wordpieces are labelled.
+    long_text = _decoded(BAD[4])
+    assert out["entity_end"][4].max() <= len(long_text)
+
+
+def test_long_context_uses_several_windows(exported):
+    """An answer far into a context is found: windows cover the context beyond the first."""
+    import tensorflow as tf
+
+    module = exported["modules"]["squad"]
+    context = " ".join(["the city"] * 20) + " bob lives in paris"
+    out = module.serving_default(question=tf.constant(["who lives in paris?"]),
+                                 context=tf.constant([context]))
+    if out["has_answer"].numpy()[0]:
+        assert out["answer_start"].numpy()[0] >= 0
+    assert out["answer_text"].shape == (1,)
+
+
+def test_bfloat16_task_export_is_close_to_float32(exported):
+    from bert_keras.export.task_export import build_task_module
+
+    model_dir = str(exported["root"] / "classification_model")
+    module = build_task_module(model_dir, dtype="bfloat16")
+    got = _in_memory(module, text_a=CLASSIFY_A, text_b=CLASSIFY_B)
+    want = _in_memory(exported["modules"]["classification"], text_a=CLASSIFY_A, text_b=CLASSIFY_B)
+    assert got["probabilities"].dtype == np.float32
+    assert np.abs(got["probabilities"] - want["probabilities"]).max() < 0.05
+
+
+def test_unsupported_head_and_plain_directory_are_clear_errors(exported, tmp_path):
+    from export_helpers import write_pretrained_dir
+
+    from bert_keras.export.task_export import TaskExportError, build_task_module
+
+    plain = str(tmp_path / "plain")
+    write_pretrained_dir(plain, word_vocab())
+    with pytest.raises(TaskExportError, match="task_config.json"):
+        build_task_module(plain)

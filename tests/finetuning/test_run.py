@@ -1,0 +1,117 @@
+"""The fine-tuning runner: optimizer, data and prediction helpers, options, strategies."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from bert_keras.model.config import BertConfig
+from bert_keras.finetuning.run import create_optimizer, make_dataset, predict, run_finetuning
+from bert_keras.finetuning.task import TaskData
+from bert_keras.finetuning.task_models import build_classifier, task_weight_map
+from finetuning_fixtures import data_dir, fixture, tiny_model_dir
+from support import REPO_ROOT as REPO
+
+CONFIG = BertConfig.from_preset("tiny", vocab_size=30, max_position_embeddings=16)
+
+
+def test_adamw_decays_weights_but_not_layer_norms_and_biases():
+    model = build_classifier(CONFIG, num_labels=2)
+    optimizer = create_optimizer(model, learning_rate=0.1, num_train_steps=10, num_warmup_steps=0,
+                                 weight_decay=0.01)
+    variables = task_weight_map(model)
+    before = {name: np.array(v.numpy()) for name, v in variables.items()}
+    # With a zero gradient Adam's step is zero, so only the decoupled decay moves a weight:
+    # w <- w - lr * weight_decay * w, at the schedule's first rate (no warm-up: the peak).
+    optimizer.apply([np.zeros(v.shape, "float32") for v in model.trainable_variables],
+                    model.trainable_variables)
+    for name, variable in variables.items():
+        after = variable.numpy()
+        if "LayerNorm" in name or "bias" in name:
+            np.testing.assert_array_equal(after, before[name], err_msg=name)
+        else:
+            np.testing.assert_allclose(after, before[name] * (1 - 0.1 * 0.01), rtol=1e-6,
+                                       err_msg=name)
+    assert optimizer.global_clipnorm == 1.0 and optimizer.epsilon == 1e-6
+
+
+def test_learning_rate_warms_up_then_decays_linearly_to_zero():
+    model = build_classifier(CONFIG, num_labels=2)
+    optimizer = create_optimizer(model, 2e-5, num_train_steps=100, num_warmup_steps=10)
+
+    def rate_at(step):
+        optimizer.iterations.assign(step)
+        return float(optimizer.learning_rate)
+
+    assert rate_at(0) == 0.0
+    assert rate_at(5) == pytest.approx(1e-5)
+    assert rate_at(10) == pytest.approx(2e-5 * 0.9)  # the decay counts the warm-up steps
+    assert rate_at(55) == pytest.approx(2e-5 * 0.45)
+    assert rate_at(100) == 0.0
+
+
+def test_make_dataset_and_predict_keep_rows_aligned():
+    inputs = {"input_word_ids": np.arange(10, dtype=np.int32)[:, None].repeat(3, 1)}
+    data = TaskData(inputs, labels=np.arange(10), sample_weight=np.ones(10, np.float32))
+    x, y, w = next(iter(make_dataset(data, 4)))
+    assert x["input_word_ids"].shape == (4, 3) and y.shape == (4,) and w.shape == (4,)
+    train = make_dataset(data, 4, training=True, seed=1)
+    rows = [int(v) for batch in train.take(5) for v in batch[1].numpy()]  # repeats past 10
+    assert len(rows) == 20 and sorted(rows[:10]) == list(range(10))
+
+    class Echo:  # a stand-in model: returns the first column of its input
+        def predict(self, dataset, verbose=0):
+            batches = [batch["input_word_ids"].numpy()[:, 0] for batch in dataset]
+            assert all(len(b) == 4 for b in batches)  # padded to full batches
+            return np.concatenate(batches)
+
+    np.testing.assert_array_equal(predict(Echo(), inputs, 4), np.arange(10))
+
+
+def test_options_are_checked_before_anything_runs(tmp_path):
+    dev = fixture("glue", "MRPC", "dev.tsv")
+    init = tiny_model_dir(tmp_path, [dev])
+    data = data_dir(tmp_path, {"train.tsv": dev, "dev.tsv": dev})
+    with pytest.raises(TypeError, match="learning_rte"):
+        run_finetuning("glue/mrpc", data, init, str(tmp_path / "o"), learning_rte=1e-3)
+    with pytest.raises(ValueError, match="whole number"):
+        run_finetuning("glue/mrpc", data, init, str(tmp_path / "o"), num_train_epochs=2.5)
+    with pytest.raises(ValueError, match="unknown task"):
+        run_finetuning("glue2/mrpc", data, init, str(tmp_path / "o"))
+    with pytest.raises(ValueError, match="unknown GLUE task"):
+        run_finetuning("glue/mrcp", data, init, str(tmp_path / "o"))
+    with pytest.raises(ValueError, match="feature_based"):
+        run_finetuning("glue/mrpc", data, init, str(tmp_path / "o"), feature_based=True)
+    with pytest.raises(ValueError, match="max_position_embeddings 128"):
+        run_finetuning("glue/mrpc", data, init, str(tmp_path / "o"), max_seq_length=512)
+
+
+def test_fit_under_mirrored_strategy_then_evaluate_the_saved_directory(tmp_path):
+    dev = fixture("glue", "MRPC", "dev.tsv")
+    init = tiny_model_dir(tmp_path, [dev])
+    data = data_dir(tmp_path, {"train.tsv": dev, "dev.tsv": dev})
+    out = str(tmp_path / "mirrored")
+    # Two logical CPUs must be made before TensorFlow starts, hence a fresh process.
+    script = textwrap.dedent(f"""
+        from bert_keras import distribution
+        distribution.split_cpu(2)
+        from bert_keras.finetuning.run import run_finetuning
+        result = run_finetuning("glue/mrpc", {data!r}, {init!r}, {out!r}, strategy="mirrored",
+                                learning_rate=1e-3, train_batch_size=4, num_train_epochs=2,
+                                max_seq_length=32, verbose=0, save_checkpoints=False)
+        print("replicas", result.results["train"]["replicas"])
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, cwd=REPO, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "replicas 2" in done.stdout
+
+    # Evaluating the fine-tuned directory (its head loaded) reproduces the run's dev metrics.
+    trained = json.load(open(os.path.join(out, "eval_results.json")))["metrics"]["dev"]
+    again = run_finetuning("glue/mrpc", data, out, str(tmp_path / "eval_only"), do_train=False,
+                           max_seq_length=32, verbose=0)
+    assert again.metrics["dev"] == pytest.approx(trained)

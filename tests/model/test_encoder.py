@@ -1,0 +1,120 @@
+"""The encoder against an independent NumPy BERT, on random and on real (MiniLM) weights."""
+
+import numpy as np
+import pytest
+
+import bert_keras
+from bert_keras.model import checkpoint_names, convert
+from bert_keras.model.config import BertConfig
+from bert_keras.model.layers import BertEmbeddings, Pooler, SelfAttention, TransformerBlock
+from model_fixtures import minilm_hf_dir, numpy_bert, random_weights
+
+
+def _batch_with_padding(vocab_size, lengths, seq_length, seed=0, pairs=True):
+    rng = np.random.default_rng(seed)
+    ids = np.zeros((len(lengths), seq_length), np.int32)
+    types = np.zeros_like(ids)
+    for row, length in enumerate(lengths):
+        ids[row, :length] = rng.integers(5, vocab_size, length)
+        ids[row, 0], ids[row, length - 1] = 2, 3
+        if pairs:
+            types[row, length // 2:length] = 1
+    return ids, (ids > 0).astype(np.int32), types
+
+
+def _run(encoder, ids, mask, types, training=False):
+    return encoder({"input_word_ids": ids, "input_mask": mask, "input_type_ids": types},
+                   training=training)
+
+
+def test_random_weights_match_numpy_reference():
+    config = BertConfig.from_preset("tiny", vocab_size=60, max_position_embeddings=32)
+    encoder = bert_keras.build_encoder(config)
+    arrays = random_weights(checkpoint_names.encoder_weight_shapes(config), seed=1, scale=0.2)
+    checkpoint_names.assign_weights(checkpoint_names.encoder_weight_map(encoder), arrays)
+    ids, mask, types = _batch_with_padding(config.vocab_size, [9, 4, 12], seq_length=12)
+
+    outputs = _run(encoder, ids, mask, types)
+    sequence, pooled, layers = numpy_bert(arrays, config, ids, mask, types)
+
+    np.testing.assert_allclose(outputs["sequence_output"], sequence, atol=1e-4)
+    np.testing.assert_allclose(outputs["pooled_output"], pooled, atol=1e-4)
+    assert len(outputs["encoder_outputs"]) == config.num_hidden_layers
+    for ours, reference in zip(outputs["encoder_outputs"], layers):
+        np.testing.assert_allclose(ours, reference, atol=1e-4)
+
+
+def test_minilm_checkpoint_matches_numpy_reference(tmp_path):
+    model_dir = str(tmp_path / "minilm")
+    config = convert.convert_hf_checkpoint(minilm_hf_dir(), model_dir)
+    encoder = bert_keras.load_encoder(model_dir)
+    ids, mask, types = _batch_with_padding(config.vocab_size, [16, 7, 11, 3], seq_length=16, seed=3)
+
+    outputs = _run(encoder, ids, mask, types)
+    weights = bert_keras.model.model_dir.read_weights(model_dir)
+    sequence, pooled, _ = numpy_bert(weights, config, ids, mask, types)
+
+    difference = np.abs(outputs["sequence_output"].numpy() - sequence).max()
+    assert difference <= 1e-4, difference
+    np.testing.assert_allclose(outputs["pooled_output"], pooled, atol=1e-4)
+
+
+def test_padding_does_not_change_real_positions():
+    config = BertConfig.from_preset("tiny", vocab_size=40)
+    encoder = bert_keras.build_encoder(config)
+    ids, mask, types = _batch_with_padding(config.vocab_size, [6], seq_length=6)
+    padded = [np.pad(array, ((0, 0), (0, 10))) for array in (ids, mask, types)]
+    short = _run(encoder, ids, mask, types)["sequence_output"].numpy()
+    long = _run(encoder, *padded)["sequence_output"].numpy()
+    np.testing.assert_allclose(long[:, :6], short, atol=1e-4)
+
+
+def test_dropout_only_when_training():
+    config = BertConfig.from_preset("tiny", vocab_size=40)
+    encoder = bert_keras.build_encoder(config)
+    ids, mask, types = _batch_with_padding(config.vocab_size, [8, 5], seq_length=8)
+    first = _run(encoder, ids, mask, types)["sequence_output"].numpy()
+    second = _run(encoder, ids, mask, types)["sequence_output"].numpy()
+    np.testing.assert_array_equal(first, second)
+    trained = _run(encoder, ids, mask, types, training=True)["sequence_output"].numpy()
+    assert np.abs(trained - first).max() > 1e-3
+
+
+def test_causal_mask_hides_later_positions():
+    config = BertConfig.from_preset("tiny", vocab_size=40)
+    encoder = bert_keras.build_encoder(config, causal=True)
+    ids, mask, types = _batch_with_padding(config.vocab_size, [8], seq_length=8)
+    changed = ids.copy()
+    changed[0, 6] = 9 if ids[0, 6] != 9 else 10
+    before = _run(encoder, ids, mask, types)["sequence_output"].numpy()
+    after = _run(encoder, changed, mask, types)["sequence_output"].numpy()
+    np.testing.assert_allclose(before[:, :6], after[:, :6], atol=1e-6)
+    assert np.abs(before[:, 6:] - after[:, 6:]).max() > 1e-4
+
+
+@pytest.mark.parametrize("layer", [
+    BertEmbeddings(vocab_size=11, hidden_size=8, max_position_embeddings=9, type_vocab_size=3,
+                   layer_norm_eps=1e-6, dropout_rate=0.2),
+    SelfAttention(num_heads=2, hidden_size=8, attention_dropout_rate=0.3),
+    TransformerBlock(num_heads=2, hidden_size=8, intermediate_size=16, hidden_act="relu"),
+    Pooler(hidden_size=8, initializer_range=0.5),
+])
+def test_layers_round_trip_through_get_config(layer):
+    config = layer.get_config()
+    clone = type(layer).from_config(config)
+    assert clone.get_config() == config
+
+
+def test_mixed_bfloat16_encoder_stays_close_to_float32():
+    config = BertConfig.from_preset("tiny", vocab_size=40)
+    encoder = bert_keras.build_encoder(config)
+    mixed = bert_keras.build_encoder(config, dtype="mixed_bfloat16")
+    checkpoint_names.assign_weights(
+        checkpoint_names.encoder_weight_map(mixed),
+        checkpoint_names.collect_weights(checkpoint_names.encoder_weight_map(encoder)))
+    ids, mask, types = _batch_with_padding(config.vocab_size, [8, 5], seq_length=8)
+    reference = _run(encoder, ids, mask, types)["sequence_output"].numpy()
+    output = _run(mixed, ids, mask, types)["sequence_output"]
+    assert output.dtype.name == "bfloat16"
+    assert all(variable.dtype == "float32" for variable in mixed.weights)
+    assert np.abs(output.numpy().astype(np.float32) - reference).max() < 0.1

@@ -1,0 +1,167 @@
+"""The optimizers and the schedule against the released BERT / LAMB update rules written in NumPy."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_keras import optimization
+from bert_keras.model.config import BertConfig
+from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
+
+
+def reference_learning_rate(step, peak, warmup, total):
+    """The released `create_optimizer`: polynomial (power 1) decay over all steps, warm-up first."""
+    decayed = peak * (1.0 - min(step, total) / total)
+    if warmup and step < warmup:
+        return peak * step / warmup
+    return decayed
+
+
+def test_schedule_matches_the_released_code():
+    schedule = optimization.WarmupLinearDecay(2e-4, warmup_steps=10, total_steps=50)
+    for step in (0, 1, 5, 9, 10, 11, 30, 49, 50, 70):
+        assert float(schedule(step)) == pytest.approx(reference_learning_rate(step, 2e-4, 10, 50), abs=1e-10)
+    no_warmup = optimization.WarmupLinearDecay(1.0, warmup_steps=0, total_steps=4)
+    assert [float(no_warmup(step)) for step in range(5)] == [1.0, 0.75, 0.5, 0.25, 0.0]
+    with pytest.raises(ValueError):
+        optimization.WarmupLinearDecay(1e-4, warmup_steps=20, total_steps=10)
+
+
+def _variables(rng):
+    names = ("bert/encoder/layer_0/output/dense/kernel", "bert/encoder/layer_0/output/dense/bias",
+             "bert/embeddings/LayerNorm/gamma")
+    shapes = ((3, 2), (2,), (4,))
+    return {name: keras.Variable(rng.standard_normal(shape).astype("float32"), name=name.split("/")[-1])
+            for name, shape in zip(names, shapes)}
+
+
+def _grads(rng, variable_map, scale):
+    return [scale * rng.standard_normal(v.shape).astype("float32") for v in variable_map.values()]
+
+
+def _clip(grads, clip_norm):
+    norm = np.sqrt(sum(float(np.sum(g.astype(np.float64) ** 2)) for g in grads))
+    return [g * clip_norm / max(norm, clip_norm) for g in grads], norm
+
+
+@pytest.mark.parametrize("bias_correction", [True, False], ids=["adamw", "released_uncorrected"])
+def test_adamw_matches_adam_with_decoupled_weight_decay(bias_correction):
+    """True: Adam's bias-corrected moments (PyTorch's and Keras' AdamW); False: the released
+    `AdamWeightDecayOptimizer`, which has no bias correction."""
+    rng = np.random.default_rng(0)
+    variable_map = _variables(rng)
+    weights = {name: v.numpy().astype(np.float64) for name, v in variable_map.items()}
+    optimizer = optimization.create_optimizer(variable_map, learning_rate=0.1, num_train_steps=10,
+                                              num_warmup_steps=2, bias_correction=bias_correction)
+    m = {name: 0.0 for name in weights}
+    v = {name: 0.0 for name in weights}
+    norms = []
+    for step in range(4):
+        grads = _grads(rng, variable_map, scale=3.0 if step % 2 == 0 else 0.05)
+        optimizer.apply(grads, list(variable_map.values()))
+        clipped, norm = _clip(grads, 1.0)
+        norms.append(norm)
+        lr = reference_learning_rate(step, 0.1, 2, 10)
+        for (name, w), g in zip(weights.items(), clipped):
+            m[name] = 0.9 * m[name] + 0.1 * g
+            v[name] = 0.999 * v[name] + 0.001 * g * g
+            m_hat, v_hat = m[name], v[name]
+            if bias_correction:
+                m_hat = m_hat / (1 - 0.9 ** (step + 1))
+                v_hat = v_hat / (1 - 0.999 ** (step + 1))
+            update = m_hat / (np.sqrt(v_hat) + 1e-6)
+            if not any(part in name for part in ("LayerNorm", "layer_norm", "bias")):
+                update = update + 0.01 * w
+            weights[name] = w - lr * update
+    assert max(norms) > 1.0 > min(norms)  # both clipped and unclipped steps were exercised
+    for name, variable in variable_map.items():
+        np.testing.assert_allclose(variable.numpy(), weights[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_lamb_matches_the_paper_update():
+    rng = np.random.default_rng(1)
+    variable_map = _variables(rng)
+    weights = {name: v.numpy().astype(np.float64) for name, v in variable_map.items()}
+    optimizer = optimization.create_optimizer(variable_map, learning_rate=0.01, num_train_steps=100,
+                                              num_warmup_steps=0, optimizer="lamb", clip_norm=0)
+    m = {name: 0.0 for name in weights}
+    v = {name: 0.0 for name in weights}
+    for step in range(3):
+        grads = _grads(rng, variable_map, scale=0.5)
+        optimizer.apply(grads, list(variable_map.values()))
+        lr = reference_learning_rate(step, 0.01, 0, 100)
+        for (name, w), g in zip(weights.items(), grads):
+            m[name] = 0.9 * m[name] + 0.1 * g
+            v[name] = 0.999 * v[name] + 0.001 * g * g
+            m_hat = m[name] / (1 - 0.9 ** (step + 1))
+            v_hat = v[name] / (1 - 0.999 ** (step + 1))
+            update = m_hat / (np.sqrt(v_hat) + 1e-6)
+            if not any(part in name for part in ("LayerNorm", "bias")):
+                update = update + 0.01 * w
+                update = update * np.linalg.norm(w) / np.linalg.norm(update)
+            weights[name] = w - lr * update
+    for name, variable in variable_map.items():
+        np.testing.assert_allclose(variable.numpy(), weights[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_no_decay_variables_follow_the_original_names():
+    model = build_pretraining_model(BertConfig.from_preset("tiny", vocab_size=30))
+    variable_map = pretraining_weight_map(model)
+    excluded = {id(v) for v in optimization.no_decay_variables(variable_map)}
+    for name, variable in variable_map.items():
+        expect_excluded = name.endswith(("/gamma", "/beta", "bias"))
+        assert (id(variable) in excluded) == expect_excluded, name
+    # Keras' own weight-decay machinery sees the same choice.
+    optimizer = optimization.create_optimizer(variable_map, 1e-4, 10, 1)
+    for name, variable in variable_map.items():
+        assert optimizer._use_weight_decay(variable) == (id(variable) not in excluded), name
+
+
+def test_gradient_accumulation_equals_the_whole_batch():
+    rng = np.random.default_rng(2)
+    kernel = tf.Variable(rng.standard_normal((3, 2)).astype("float32"))
+    batch = {"x": tf.constant(rng.standard_normal((8, 3)).astype("float32")),
+             "y": tf.constant(rng.standard_normal((8, 2)).astype("float32"))}
+
+    def compute_loss(micro_batch):
+        error = tf.matmul(micro_batch["x"], kernel) - micro_batch["y"]
+        loss = tf.reduce_sum(error ** 2) / 8.0  # normalized by the whole batch
+        return loss, {"count": tf.cast(tf.shape(error)[0], tf.float32)}
+
+    whole, stats = optimization.accumulate_gradients(compute_loss, batch, [kernel], 1)
+    for parts in (2, 4):
+        accumulated, parts_stats = tf.function(
+            lambda b: optimization.accumulate_gradients(compute_loss, b, [kernel], parts))(batch)
+        np.testing.assert_allclose(accumulated[0].numpy(), whole[0].numpy(), rtol=1e-5, atol=1e-6)
+        assert float(parts_stats["count"]) == float(stats["count"]) == 8.0
+
+
+def test_float16_loss_scaling_unscales_and_skips_non_finite_steps():
+    rng = np.random.default_rng(3)
+    plain_map, scaled_map = _variables(rng), None
+    scaled_map = {name: keras.Variable(v.numpy(), name=v.name) for name, v in plain_map.items()}
+    plain = optimization.create_optimizer(plain_map, 0.1, 10, 0)
+    scaled = optimization.create_optimizer(scaled_map, 0.1, 10, 0, mixed_precision="mixed_float16")
+    assert isinstance(scaled, keras.optimizers.LossScaleOptimizer)
+    grads = _grads(rng, plain_map, scale=2.0)
+    scale = float(scaled.scale_loss(1.0))
+    assert scale > 1.0
+    plain.apply(grads, list(plain_map.values()))
+    scaled.apply([g * scale for g in grads], list(scaled_map.values()))
+    for name in plain_map:
+        np.testing.assert_allclose(scaled_map[name].numpy(), plain_map[name].numpy(), rtol=1e-5, err_msg=name)
+    before = {name: v.numpy().copy() for name, v in scaled_map.items()}
+    bad = [g * np.float32("inf") for g in grads]
+    scaled.apply(bad, list(scaled_map.values()))
+    for name in scaled_map:
+        np.testing.assert_array_equal(scaled_map[name].numpy(), before[name])
+    assert float(scaled.scale_loss(1.0)) == scale / 2
+
+
+def test_rejects_unknown_choices():
+    variable_map = _variables(np.random.default_rng(4))
+    with pytest.raises(ValueError, match="optimizer"):
+        optimization.create_optimizer(variable_map, 1e-4, 10, 1, optimizer="sgd")
+    with pytest.raises(ValueError, match="mixed_precision"):
+        optimization.create_optimizer(variable_map, 1e-4, 10, 1, mixed_precision="float16")
