@@ -193,12 +193,19 @@ def pretrain_stage(options, paths):
 def evaluate_stage(options, paths):
     from bert_keras.pretraining import run as pretraining
 
-    results = pretraining.evaluate(_pretraining_options(
-        options, paths, mode="eval", input_files=os.path.join(paths["heldout_data"], "*.tfrecord")))
-    results = _jsonable(results)
-    summary = ", ".join(f"{name} {results[name]:.3f}" for name in sorted(results)
-                        if name.endswith("accuracy") and isinstance(results[name], float))
-    return {"summary": f"held-out {summary}", "results": results}
+    from bert_keras.pretraining.baselines import compute_baselines
+
+    heldout = os.path.join(paths["heldout_data"], "*.tfrecord")
+    results = _jsonable(pretraining.evaluate(_pretraining_options(
+        options, paths, mode="eval", input_files=heldout)))
+    baselines = compute_baselines(os.path.join(paths["train_data"], "*.tfrecord"), heldout,
+                                  options.max_seq_length, options.max_predictions_per_seq)
+    summary = (f"held-out masked_lm_accuracy {results['masked_lm_accuracy']:.3f} (most frequent "
+               f"token {baselines['unigram_mlm_accuracy']:.3f})")
+    if "next_sentence_accuracy" in results:
+        summary += (f", next_sentence_accuracy {results['next_sentence_accuracy']:.3f} (majority "
+                    f"label {baselines['nsp_majority_share']:.3f})")
+    return {"summary": summary, "results": results, "baselines": baselines}
 
 
 def export_stage(options, paths):

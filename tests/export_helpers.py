@@ -163,3 +163,13 @@ def _perturb_zero_weights(variable_map, seed):
             variable.assign(rng.normal(0, 0.1, variable.shape).astype("float32"))
         elif name.endswith("/gamma"):
             variable.assign(rng.normal(1, 0.1, variable.shape).astype("float32"))
+
+
+def finetuning_tokenizer(vocab_tokens, directory, do_lower_case=True):
+    """The fine-tuning path's word tokenizer (the in-graph one) over `vocab_tokens`."""
+    from bert_keras.finetuning.tasks.words import WordTokenizer
+
+    path = os.path.join(str(directory), "finetuning_vocab.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(vocab_tokens) + "\n")
+    return WordTokenizer(path, do_lower_case=do_lower_case)

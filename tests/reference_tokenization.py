@@ -100,3 +100,29 @@ class ReferenceTokenizer:
     def tokenize(self, text):
         return [[self.token_to_id[piece] for piece in wordpiece(word, self.token_to_id, self.max_chars)]
                 for word in self.words(text)]
+
+
+class ReferenceWordTokenizer:
+    """The reference with the fine-tuning feature builders' interface: `tokenize_word(word)`.
+
+    `vocab`: a list of tokens, a `Vocabulary` or a vocab.txt path.
+    """
+
+    def __init__(self, vocab, do_lower_case=True):
+        if isinstance(vocab, str) or hasattr(vocab, "__fspath__"):
+            with open(vocab, encoding="utf-8") as f:
+                tokens = [line.rstrip("\n") for line in f if line.strip()]
+        else:
+            tokens = list(getattr(vocab, "tokens", vocab))
+        self.reference = ReferenceTokenizer(tokens, do_lower_case)
+
+    def tokenize(self, text):
+        """The wordpiece strings of `text`."""
+        reference = self.reference
+        return [piece for word in reference.words(text)
+                for piece in wordpiece(word, reference.token_to_id, reference.max_chars)]
+
+    def tokenize_word(self, word):
+        return [piece for pieces in self.reference.tokenize(word) for piece in pieces]
+
+    __call__ = tokenize_word

@@ -15,7 +15,7 @@ A `FinetuningTask` knows, for one task:
 
 Task names: `glue/<cola|sst2|mrpc|stsb|qqp|mnli|qnli|rte|wnli>`, `squad_v1`, `squad_v2`,
 `swag`, `conll2003`. Text is tokenized with the model directory's vocabulary by the
-pure-Python WordPiece tokenizer of `bert_keras.finetuning.tasks.wordpiece` (the original's rules).
+pure-Python WordPiece tokenizer of `bert_keras.finetuning.tasks.words` (the original's rules).
 
 Example:
 
@@ -41,7 +41,7 @@ from bert_keras.metrics import conll_eval, squad_eval
 from bert_keras.metrics.classification import accuracy
 from bert_keras.finetuning.tasks import conll, encoding, glue, squad, squad_postprocess, swag
 from bert_keras.finetuning.tasks.common import IGNORE_LABEL_ID, DataFormatError
-from bert_keras.finetuning.tasks.wordpiece import WordPieceTokenizer
+from bert_keras.finetuning.tasks.words import WordTokenizer
 
 logger = logging.getLogger("bert_keras.finetuning.run")
 
@@ -155,7 +155,10 @@ class FinetuningTask:
                 setattr(self.options, key, value)
         self.vocab = model_dir_lib.read_vocab(self.model_dir)
         self.do_lower_case = model_dir_lib.read_do_lower_case(self.model_dir)
-        self.tokenizer = WordPieceTokenizer(self.vocab, do_lower_case=self.do_lower_case)
+        # The in-graph tokenizer of the exported preprocessor and task models: one tokenizer
+        # from fine-tuning to serving.
+        self.tokenizer = WordTokenizer(model_dir_lib.vocab_path(self.model_dir),
+                                       do_lower_case=self.do_lower_case)
         self.max_seq_length = self.options.max_seq_length
         config = model_dir_lib.read_config(self.model_dir)
         if self.max_seq_length > config.max_position_embeddings:
@@ -164,6 +167,9 @@ class FinetuningTask:
 
     def encode(self, texts_a, texts_b=None):
         """int32 encoder inputs of texts (any shape, e.g. [N] or [N, 4]) and optional pairs."""
+        for texts in (texts_a, texts_b):
+            if texts is not None:
+                self.tokenizer.prepare(np.asarray(texts, dtype=object).reshape(-1).tolist())
         return encoding.encode_texts(texts_a, texts_b, self.tokenizer.tokenize_word, self.vocab,
                                      max_seq_length=self.max_seq_length)
 
@@ -297,6 +303,8 @@ class SquadFinetuning(FinetuningTask):
         if not examples:
             raise DataFormatError(f"{self.paths[split]}: no usable questions "
                                   f"({len(data.skipped)} skipped)")
+        self.tokenizer.prepare([e.question_text for e in examples]
+                               + [word for e in examples for word in e.doc_tokens])
         features = squad.create_squad_features(
             examples, self.tokenizer.tokenize_word, self.vocab,
             max_seq_length=self.max_seq_length, doc_stride=self.options.doc_stride,
@@ -450,6 +458,7 @@ class ConllFinetuning(FinetuningTask):
                            else self.options.max_eval_examples)
         if not sentences:
             raise DataFormatError(f"{self.name}: the {split} split has no sentences")
+        self.tokenizer.prepare([word for sentence in sentences for word in sentence.words])
         features = conll.create_conll_features(sentences, self.tokenizer.tokenize_word,
                                                self.vocab, max_seq_length=self.max_seq_length)
         arrays = conll.features_to_arrays(features)

@@ -90,12 +90,11 @@ def loaded(exported):
 
 
 def _python_ids(vocab, texts):
-    """Ids of the project's pure-Python tokenizer (the original's rules), per word."""
-    from bert_keras.finetuning.tasks.wordpiece import WordPieceTokenizer, basic_tokenize
+    """Ids of the pure-Python reference tokenizer (the original's rules), per word."""
+    from reference_tokenization import ReferenceWordTokenizer
 
-    tokenizer = WordPieceTokenizer(vocab, do_lower_case=True)
-    return [[tokenizer.tokenize_word(word) for word in basic_tokenize(text, True)]
-            for text in texts]
+    reference = ReferenceWordTokenizer(vocab, do_lower_case=True).reference
+    return [reference.tokenize(text) for text in texts]
 
 
 def test_tokenize_gives_the_original_ids(exported, loaded):
@@ -110,9 +109,10 @@ def test_tokenize_gives_the_original_ids(exported, loaded):
 
 def test_call_and_pair_packing_match_the_fine_tuning_pipeline(exported, loaded):
     from bert_keras.finetuning.tasks import encoding
-    from bert_keras.finetuning.tasks.wordpiece import WordPieceTokenizer
+    from export_helpers import finetuning_tokenizer
 
-    tokenizer = WordPieceTokenizer(exported["vocab"], do_lower_case=True)
+    tokenizer = finetuning_tokenizer(exported["vocab"], exported["root"])
+    tokenizer.prepare(TEXTS + TEXTS_B)
     single = encoding.encode_texts(TEXTS, None, tokenizer.tokenize_word, exported["vocab"],
                                    max_seq_length=SEQ)
     pair = encoding.encode_texts(TEXTS, TEXTS_B, tokenizer.tokenize_word, exported["vocab"],

@@ -152,11 +152,19 @@ def _assert_same(got, want):
             np.testing.assert_array_equal(got[key], want[key], err_msg=key)
 
 
+def _finetuning_tokenizer(exported, texts):
+    """The fine-tuning path's (in-graph) word tokenizer, prepared for `texts`."""
+    from export_helpers import finetuning_tokenizer
+
+    tokenizer = finetuning_tokenizer(exported["vocab"], exported["root"])
+    tokenizer.prepare(texts)
+    return tokenizer
+
+
 def _python_pipeline_inputs(exported, text_a, text_b, seq_length):
     from bert_keras.finetuning.tasks import encoding
-    from bert_keras.finetuning.tasks.wordpiece import WordPieceTokenizer
 
-    tokenizer = WordPieceTokenizer(exported["vocab"], do_lower_case=True)
+    tokenizer = _finetuning_tokenizer(exported, list(text_a) + list(text_b or []))
     return encoding.encode_texts(text_a, text_b, tokenizer.tokenize_word, exported["vocab"],
                                  max_seq_length=seq_length)
 
@@ -210,9 +218,8 @@ def test_pair_truncation_is_the_original_rule():
 
 # ---------------------------------------------------------------------------------- SQuAD
 def _python_squad(exported, version_2, threshold):
-    """The project's pure-Python SQuAD pipeline: features, the Keras model, post-processing."""
+    """The fine-tuning path's SQuAD pipeline: features, the Keras model, post-processing."""
     from bert_keras.finetuning.tasks import squad, squad_postprocess
-    from bert_keras.finetuning.tasks.wordpiece import WordPieceTokenizer
 
     config = exported["task_configs"]["squad"]
     articles = [{"title": "t", "paragraphs": [
@@ -221,7 +228,7 @@ def _python_squad(exported, version_2, threshold):
         for i, (question, context) in enumerate(zip(QUESTIONS, CONTEXTS)) if context]
     data = squad.squad_data_from_json({"version": "v2.0", "data": articles}, is_training=False,
                                       version_2_with_negative=True)
-    tokenizer = WordPieceTokenizer(exported["vocab"], do_lower_case=True)
+    tokenizer = _finetuning_tokenizer(exported, list(QUESTIONS) + list(CONTEXTS))
     features = squad.create_squad_features(
         data.examples, tokenizer.tokenize_word, exported["vocab"], max_seq_length=32,
         doc_stride=config["doc_stride"], max_query_length=config["max_query_length"])
@@ -284,12 +291,12 @@ def test_squad_v2_no_answer_wins_and_v1(exported):
 def test_ner_matches_in_memory_and_first_wordpiece_tags(exported, loaded):
     from bert_keras.metrics.conll_eval import extract_chunks
     from bert_keras.finetuning.tasks import conll
-    from bert_keras.finetuning.tasks.wordpiece import WordPieceTokenizer, basic_tokenize
+    from bert_keras.finetuning.tasks.words import basic_tokenize
 
     got = loaded["ner"]
     _assert_same(got, _in_memory(exported["modules"]["ner"], text=NER_TEXTS))
-    tokenizer = WordPieceTokenizer(exported["vocab"], do_lower_case=True)
     sentences = [conll.Sentence(basic_tokenize(text, True), []) for text in NER_TEXTS]
+    tokenizer = _finetuning_tokenizer(exported, [word for s in sentences for word in s.words])
     features = conll.create_conll_features(sentences, tokenizer.tokenize_word, exported["vocab"],
                                            label_list=NER_LABELS, max_seq_length=12)
     arrays = conll.features_to_arrays(features)

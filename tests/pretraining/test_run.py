@@ -67,6 +67,12 @@ def most_frequent_label_share(batch):
     return np.bincount(labels).max() / len(labels)
 
 
+def majority_share(batch):
+    """The share of the more frequent next-sentence label."""
+    random_next = float(np.mean(batch.next_sentence_labels))
+    return max(random_next, 1.0 - random_next)
+
+
 def evaluate_initial_model(options):
     """MLM accuracy of the model `train` starts from (same seed), on `options.input_files`."""
     keras.utils.set_random_seed(options.seed)
@@ -86,11 +92,11 @@ def evaluate_initial_model(options):
 
 @pytest.fixture(scope="module")
 def trained(corpus, tmp_path_factory):
-    """800 steps of 16 sequences of the tiny model at seq 32 (dropout off: little data, few steps)."""
+    """800 steps of 32 sequences of the tiny model at seq 32 (dropout off: little data, few steps)."""
     output_dir = tmp_path_factory.mktemp("trained")
     options = make_options(corpus, output_dir, config=tiny_config(corpus, dropout=0.0),
-                           train_batch_size=16, num_train_steps=800, num_warmup_steps=80,
-                           steps_per_execution=100, save_checkpoints_steps=400)
+                           train_batch_size=32, num_train_steps=800, num_warmup_steps=80,
+                           learning_rate=1e-3, steps_per_execution=100, save_checkpoints_steps=400)
     metrics = train(options)
     return types.SimpleNamespace(dir=str(output_dir), options=options, metrics=metrics)
 
@@ -110,15 +116,19 @@ def test_mlm_accuracy_rises_clearly_above_the_most_frequent_token(corpus, traine
           f"{after['masked_lm_accuracy']:.4f} after 800 steps; most frequent token {baseline:.4f}; "
           f"held-out {heldout_before['masked_lm_accuracy']:.4f} -> {heldout['masked_lm_accuracy']:.4f} "
           f"(most frequent {most_frequent_label_share(corpus.heldout_batch):.4f}); "
-          f"{trained.metrics['examples_per_second']:.0f} examples/s")
+          f"{trained.metrics['examples_per_second']:.0f} examples/s; NSP {after['next_sentence_accuracy']:.4f} "
+          f"(majority {majority_share(corpus.train_batch):.4f}), held-out {heldout['next_sentence_accuracy']:.4f} "
+          f"(majority {majority_share(corpus.heldout_batch):.4f})")
     assert after["global_step"] == 800
-    assert after["masked_lm_accuracy"] > before["masked_lm_accuracy"] + 0.08
-    assert after["masked_lm_accuracy"] > baseline + 0.03
+    # Baselines computed here: always predicting the most frequent masked token, always answering
+    # the majority next-sentence label.
+    assert after["masked_lm_accuracy"] >= 1.5 * baseline
     assert after["masked_lm_loss"] < before["masked_lm_loss"] - 2.0
-    assert heldout["masked_lm_accuracy"] > heldout_before["masked_lm_accuracy"] + 0.08
+    assert heldout["masked_lm_accuracy"] > most_frequent_label_share(corpus.heldout_batch)
     assert heldout["masked_lm_loss"] < heldout_before["masked_lm_loss"] - 2.0
-    # NSP: the fixture's short chunks make "random next" the majority; the head must find it.
-    assert after["next_sentence_accuracy"] > 0.6
+    # NSP is learned on the training records; at 32 tokens it does not carry over to held-out
+    # text (most held-out pairs are one-sentence chunks with a random next), see README.
+    assert after["next_sentence_accuracy"] > majority_share(corpus.train_batch) + 0.04
     assert os.path.exists(os.path.join(trained.dir, "eval_results.txt"))
     assert os.listdir(os.path.join(trained.dir, "logs", "train"))  # TensorBoard events
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from bert_keras.text import vocab_builder
-from bert_keras.finetuning.tasks.wordpiece import WordPieceTokenizer
+from reference_tokenization import ReferenceWordTokenizer
 from bert_keras.text.vocab import Vocabulary
 from pretraining_data_fixtures import fixture_path, minilm_vocab_path
 from support import REPO_ROOT as ROOT
@@ -50,7 +50,7 @@ def test_learned_vocabulary_is_exact_deterministic_and_covers_the_text():
     assert len(first) == 1500 and len(set(first)) == 1500
     assert first[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     vocabulary = Vocabulary(first)  # checks the special tokens and duplicates
-    tokenizer = WordPieceTokenizer(vocabulary.tokens, do_lower_case=True)
+    tokenizer = ReferenceWordTokenizer(vocabulary.tokens, do_lower_case=True)
     text = open(fixture_path("wikitext.txt"), encoding="utf-8").read()
     pieces = tokenizer.tokenize(text)
     assert pieces.count("[UNK]") == 0

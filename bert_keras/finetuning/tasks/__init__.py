@@ -7,7 +7,7 @@ Modules (none imports the Keras model code, TensorFlow only where a function nee
   predictions.json / null_odds.json.
 - `swag`: SWAG CSV reader and 4-choice inputs.
 - `conll`: CoNLL-2003 reader, first-wordpiece features and per-word predictions.
-- `wordpiece`: the `tokenize_word(word) -> list[int]` interface and a pure-Python tokenizer.
+- `words`: the `tokenize_word(word) -> list[int]` interface from the in-graph tokenizer.
 - `common`: `DataFormatError`, `IGNORE_LABEL_ID`, `to_tf_dataset`.
 """
 

@@ -13,11 +13,11 @@ predicted once; `predictions_to_tags` puts the per-word predictions back togethe
 
 Example:
 
->>> from bert_keras.finetuning.tasks.wordpiece import WordPieceTokenizer
 >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "john", "lives", "in", "new", "york"]
 >>> sentence = Sentence(["John", "lives", "in", "New", "York"],
 ...                     ["B-PER", "O", "O", "B-LOC", "I-LOC"])
->>> features = create_conll_features([sentence], WordPieceTokenizer(vocab), vocab,
+>>> tokenize_word = lambda word: [vocab.index(word.lower())]  # a WordTokenizer in real use
+>>> features = create_conll_features([sentence], tokenize_word, vocab,
 ...                                  label_list=CONLL2003_LABELS, max_seq_length=8)
 >>> features[0].label_ids
 [-100, 1, 0, 0, 5, 6, -100, -100]
@@ -28,7 +28,7 @@ import dataclasses
 import numpy as np
 
 from bert_keras.finetuning.tasks.common import IGNORE_LABEL_ID, DataFormatError, check_file, read_text_lines
-from bert_keras.finetuning.tasks.wordpiece import as_vocabulary
+from bert_keras.finetuning.tasks.words import as_vocabulary
 
 # The tags of the CoNLL-2003 English NER data (IOB1 and IOB2 use the same set).
 CONLL2003_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")

@@ -8,16 +8,16 @@ in-graph preprocessor: [CLS] A [SEP] (B [SEP]), type ids 0 for A and 1 for B, pa
 
 Example:
 
->>> from bert_keras.finetuning.tasks.wordpiece import WordPieceTokenizer
 >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c"]
->>> arrays = encode_texts(["a b c"], ["c c"], WordPieceTokenizer(vocab), vocab, max_seq_length=7)
+>>> tokenize_word = lambda word: [vocab.index(word)]  # a WordTokenizer in real use
+>>> arrays = encode_texts(["a b c"], ["c c"], tokenize_word, vocab, max_seq_length=7)
 >>> arrays["input_word_ids"].tolist(), arrays["input_type_ids"].tolist()
 ([[2, 5, 6, 3, 7, 7, 3]], [[0, 0, 0, 0, 1, 1, 1]])
 """
 
 import numpy as np
 
-from bert_keras.finetuning.tasks.wordpiece import as_vocabulary, whitespace_words
+from bert_keras.finetuning.tasks.words import as_vocabulary, whitespace_words
 
 
 def truncate_pair(ids_a, ids_b, max_length):

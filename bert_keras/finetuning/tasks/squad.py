@@ -16,13 +16,13 @@ tightest wordpiece span matching the answer and on [CLS] (0) for unanswerable qu
 windows that do not contain the whole answer.
 
 Wordpieces come from a `tokenize_word(word) -> list[int]` callable (see
-`bert_keras.finetuning.tasks.wordpiece`) plus the vocabulary, so the logic works with any tokenizer.
+`bert_keras.finetuning.tasks.words`) plus the vocabulary, so the logic works with any tokenizer.
 
 Example:
 
->>> from bert_keras.finetuning.tasks.wordpiece import WordPieceTokenizer
 >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "is", "it", "?", "bob", "."]
->>> tokenizer = WordPieceTokenizer(vocab)
+>>> def tokenizer(word):  # a WordTokenizer in real use
+...     return [vocab.index(piece) for piece in word.lower().replace("?", " ?").replace(".", " .").split()]
 >>> data = squad_data_from_json({"version": "1.1", "data": [{"title": "t", "paragraphs": [
 ...     {"context": "It is Bob.", "qas": [{"id": "q1", "question": "Who is it?",
 ...      "answers": [{"text": "Bob", "answer_start": 6}]}]}]}]}, is_training=True)
@@ -43,7 +43,7 @@ import os
 import numpy as np
 
 from bert_keras.finetuning.tasks.common import DataFormatError, check_file
-from bert_keras.finetuning.tasks.wordpiece import as_vocabulary, is_squad_whitespace, whitespace_words
+from bert_keras.finetuning.tasks.words import as_vocabulary, is_squad_whitespace, whitespace_words
 
 logger = logging.getLogger("bert_keras.finetuning.tasks.squad")
 

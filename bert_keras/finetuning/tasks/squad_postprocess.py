@@ -32,7 +32,7 @@ import os
 
 import numpy as np
 
-from bert_keras.finetuning.tasks.wordpiece import basic_tokenize
+from bert_keras.finetuning.tasks.words import basic_tokenize
 
 # No candidate at all (v2.0): the null odds recorded for the question.
 NO_CANDIDATE_NULL_ODDS = 1e6

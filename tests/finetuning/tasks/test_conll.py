@@ -8,14 +8,14 @@ import pytest
 from bert_keras.metrics.conll_eval import evaluate
 from bert_keras.finetuning.tasks import conll
 from bert_keras.finetuning.tasks.common import IGNORE_LABEL_ID, DataFormatError
-from bert_keras.finetuning.tasks.wordpiece import WordPieceTokenizer
+from reference_tokenization import ReferenceWordTokenizer
 from support import TESTS_DIR
 
 CONLL_DIR = os.path.join(TESTS_DIR, "fixtures", "conll")
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "acme", "robot", "##ics", "opens",
          "office", "in", "lisbon", ".", "maria", "silva", "said", ":", "fans", "cheered", "for",
          "spain", "portugal", "and", "french", "teams"]
-TOKENIZER = WordPieceTokenizer(VOCAB)
+TOKENIZER = ReferenceWordTokenizer(VOCAB)
 # Label ids in CONLL2003_LABELS order.
 O, B_PER, I_PER, B_ORG, I_ORG, B_LOC, I_LOC, B_MISC, I_MISC = range(9)
 X = IGNORE_LABEL_ID

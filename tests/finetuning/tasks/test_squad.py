@@ -9,7 +9,7 @@ import pytest
 
 from bert_keras.finetuning.tasks import squad
 from bert_keras.finetuning.tasks.common import DataFormatError
-from bert_keras.finetuning.tasks.wordpiece import WordPieceTokenizer
+from reference_tokenization import ReferenceWordTokenizer
 from support import TESTS_DIR
 
 SQUAD_DIR = os.path.join(TESTS_DIR, "fixtures", "squad")
@@ -18,7 +18,7 @@ V1_SMALL = os.path.join(SQUAD_DIR, "train_v1_small.json")
 GREEK = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
 VOCAB = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "which", "when", "was", "born", "?",
           "nikola", "tesla", "(", "1856", "-", "1943", ")", "an", "inventor", "."] + GREEK)
-TOKENIZER = WordPieceTokenizer(VOCAB)
+TOKENIZER = ReferenceWordTokenizer(VOCAB)
 CONTEXT = "Alpha Beta Gamma Delta Epsilon Zeta Eta Theta Iota Kappa"
 
 
@@ -189,41 +189,27 @@ def test_training_question_with_two_answers_is_an_error():
 
 # Word tokenization used by the SQuAD and CoNLL features.
 
-def test_wordpiece_tokenizer_rules():
+def test_word_tokenizer_is_the_in_graph_tokenizer_with_the_original_rules(tmp_path):
+    from bert_keras.finetuning.tasks.words import WordTokenizer
+
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "un", "##aff", "##able", "cafe", ",",
              "東", "京", "a", "##b"]
-    tokenizer = WordPieceTokenizer(vocab)
+    path = tmp_path / "vocab.txt"
+    path.write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = WordTokenizer(str(path), do_lower_case=True)
+    texts = ["UnAffable, Café東京", "unx", "a" + "b" * 200, "a" + "b" * 199]
+    tokenizer.prepare(texts)
     # Lower-casing, accent stripping, punctuation split, CJK characters as words.
-    assert tokenizer.tokenize("UnAffable, Café東京") == ["un", "##aff", "##able", ",", "cafe",
-                                                        "東", "京"]
+    assert tokenizer.tokenize_word("UnAffable,") == [5, 6, 7, 9]
+    assert tokenizer.tokenize_word("Café東京") == [8, 10, 11]
     # A word with an unknown piece is [UNK] as a whole; so is a word over 200 characters.
-    assert tokenizer.tokenize("unx") == ["[UNK]"]
-    assert tokenizer.tokenize("a" + "b" * 200) == ["[UNK]"]
-    assert tokenizer.tokenize("a" + "b" * 199) == ["a"] + ["##b"] * 199
-    assert tokenizer.tokenize_word("unaffable,") == [5, 6, 7, 9]
-    cased = WordPieceTokenizer(vocab, do_lower_case=False)
-    assert cased.tokenize("Cafe") == ["[UNK]"]
-
-
-def test_batch_word_tokenizer():
-    from bert_keras.finetuning.tasks.wordpiece import batch_word_tokenizer
-
-    calls = []
-
-    class Ragged:  # stands in for a tf.RaggedTensor
-        def __init__(self, rows):
-            self.rows = rows
-
-        def to_list(self):
-            return self.rows
-
-    def tokenize_batch(words):
-        calls.append(list(words))
-        # [words, wordpieces] (or [words, tokens, pieces], flattened per word)
-        return Ragged([[[len(word)], [7]] for word in words])
-
-    tokenize_word = batch_word_tokenizer(tokenize_batch, ["bb", "a", "bb", "ccc"], batch_size=2)
-    assert calls == [["a", "bb"], ["ccc"]]  # each distinct word once
-    assert tokenize_word("ccc") == [3, 7]
-    with pytest.raises(KeyError):
-        tokenize_word("unseen")
+    assert tokenizer.tokenize_word("unx") == [1]
+    assert tokenizer.tokenize_word("a" + "b" * 200) == [1]
+    assert tokenizer.tokenize_word("a" + "b" * 199) == [12] + [13] * 199
+    # A word `prepare` did not see is tokenized on demand.
+    assert tokenizer.tokenize_word("cafe,un") == [8, 9, 5]
+    reference = ReferenceWordTokenizer(vocab)
+    for word in ("UnAffable,", "Café東京", "unx", "cafe,un"):
+        assert tokenizer.tokenize_word(word) == reference.tokenize_word(word)
+    cased = WordTokenizer(str(path), do_lower_case=False)
+    assert cased.tokenize_word("Cafe") == [1]

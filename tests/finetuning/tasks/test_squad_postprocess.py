@@ -11,12 +11,12 @@ from bert_keras.metrics import squad_eval
 from bert_keras.finetuning.tasks import squad
 from bert_keras.finetuning.tasks.squad_postprocess import (NO_CANDIDATE_NULL_ODDS, get_final_text,
                                                 postprocess_predictions, write_predictions)
-from bert_keras.finetuning.tasks.wordpiece import WordPieceTokenizer
+from reference_tokenization import ReferenceWordTokenizer
 
 GREEK = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
 VOCAB = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "which", "when", "was", "born", "?",
           "nikola", "tesla", "(", "1856", "-", "1943", ")", "an", "inventor", "."] + GREEK)
-TOKENIZER = WordPieceTokenizer(VOCAB)
+TOKENIZER = ReferenceWordTokenizer(VOCAB)
 CONTEXT = "Alpha Beta Gamma Delta Epsilon Zeta Eta Theta Iota Kappa"
 LOW = -10.0
 

@@ -9,7 +9,7 @@ from bert_keras.metrics.classification import accuracy
 from bert_keras.finetuning.tasks import swag
 from bert_keras.finetuning.tasks.common import DataFormatError
 from bert_keras.finetuning.tasks.encoding import encode_texts
-from bert_keras.finetuning.tasks.wordpiece import WordPieceTokenizer
+from reference_tokenization import ReferenceWordTokenizer
 from support import TESTS_DIR
 
 SWAG_DIR = os.path.join(TESTS_DIR, "fixtures", "swag")
@@ -58,7 +58,7 @@ def test_encode_choice_pairs():
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c", "d", "."]
     text_a = np.array([["a b", "a b"]], dtype=object)
     text_b = np.array([["c .", "d d d d"]], dtype=object)
-    arrays = encode_texts(text_a, text_b, WordPieceTokenizer(vocab), vocab, max_seq_length=8)
+    arrays = encode_texts(text_a, text_b, ReferenceWordTokenizer(vocab), vocab, max_seq_length=8)
     assert arrays["input_word_ids"].shape == (1, 2, 8)
     # [CLS] a b [SEP] c . [SEP] [PAD]
     assert arrays["input_word_ids"][0, 0].tolist() == [2, 5, 6, 3, 7, 9, 3, 0]

@@ -1,0 +1,159 @@
+"""The words of a text and their wordpieces, for fine-tuning features, from the in-graph tokenizer.
+
+Fine-tuning features need the wordpieces of each whitespace-separated word of a text, so that
+every wordpiece can be mapped back to its word (SQuAD answers, NER tags). The feature builders
+take any callable
+
+    tokenize_word(word: str) -> Sequence[int]
+
+that returns the wordpiece ids of the full BERT tokenization of one word without whitespace.
+
+`WordTokenizer` is that callable built on `bert_keras.text.tokenizer.BertTokenizer`, the same
+in-graph tokenizer that the exported preprocessor and raw-text task models run, so the features a
+model is fine-tuned on and the inputs it is served come from one implementation. It tokenizes
+every distinct word of the texts given to `prepare` in batches, then answers from that table.
+
+`basic_tokenize` is the original `BasicTokenizer` in Python on the character classes of
+`bert_keras.text.unicode_tables`: SQuAD post-processing aligns predicted wordpieces with the
+context's own text through it, as the original `run_squad.py` does.
+
+Example:
+
+>>> tokenizer = WordTokenizer("models/minilm/vocab.txt", do_lower_case=True)  # doctest: +SKIP
+>>> tokenizer.prepare(["Unaffable, hello!"])  # doctest: +SKIP
+>>> tokenizer.tokenize_word("hello!")  # doctest: +SKIP
+[7592, 999]
+>>> basic_tokenize("Héllo, World!")
+['hello', ',', 'world', '!']
+"""
+
+import unicodedata
+
+from bert_keras.text import unicode_tables
+from bert_keras.text.vocab import Vocabulary
+
+
+def as_vocabulary(vocab):
+    """A `Vocabulary` from a Vocabulary, a path to vocab.txt, or a list of token strings."""
+    if isinstance(vocab, Vocabulary):
+        return vocab
+    if isinstance(vocab, (str, bytes)) or hasattr(vocab, "__fspath__"):
+        return Vocabulary.from_file(vocab)
+    return Vocabulary(list(vocab))
+
+
+def is_squad_whitespace(char):
+    """Whitespace as the original SQuAD reader defines it."""
+    return char in (" ", "\t", "\r", "\n") or ord(char) == 0x202F
+
+
+def whitespace_words(text):
+    """Splits on the whitespace the SQuAD reader uses (space, tab, CR, LF, U+202F)."""
+    words = []
+    current = []
+    for char in text:
+        if is_squad_whitespace(char):
+            if current:
+                words.append("".join(current))
+                current = []
+        else:
+            current.append(char)
+    if current:
+        words.append("".join(current))
+    return words
+
+
+def tokenize_text(text, tokenize_word):
+    """Wordpiece ids of a whole text: `tokenize_word` on each whitespace-separated word."""
+    ids = []
+    for word in whitespace_words(text):
+        ids.extend(tokenize_word(word))
+    return ids
+
+
+class WordTokenizer:
+    """`tokenize_word(word) -> list[int]` from the in-graph `BertTokenizer`, batched.
+
+    Args:
+      vocab_file: the model directory's `vocab.txt`.
+      do_lower_case: the model directory's casing.
+      batch_size: distinct words per call of the in-graph tokenizer.
+    """
+
+    def __init__(self, vocab_file, do_lower_case, batch_size=8192):
+        from bert_keras.text.tokenizer import BertTokenizer
+
+        self._tokenizer = BertTokenizer(vocab_file, lower_case=do_lower_case)
+        self.vocab = self._tokenizer.vocab
+        self.do_lower_case = bool(do_lower_case)
+        self.batch_size = int(batch_size)
+        self._table = {}
+
+    def prepare(self, texts):
+        """Tokenizes, in batches, every whitespace-separated word of `texts` not seen before."""
+        table = self._table
+        new = set()
+        for text in texts:
+            for word in whitespace_words(text):
+                if word not in table:
+                    new.add(word)
+        words = sorted(new)
+        for begin in range(0, len(words), self.batch_size):
+            chunk = words[begin:begin + self.batch_size]
+            for word, ids in zip(chunk, self._tokenizer.tokenize_merged(chunk).to_list()):
+                table[word] = tuple(ids)
+
+    def tokenize_word(self, word):
+        """The wordpiece ids of one whitespace-free word (tokenized now if `prepare` missed it)."""
+        ids = self._table.get(word)
+        if ids is None:
+            self.prepare([word])
+            ids = self._table[word]
+        return list(ids)
+
+    __call__ = tokenize_word
+
+
+def _strip_accents(word):
+    if word.isascii():
+        return word
+    return "".join(c for c in unicodedata.normalize("NFD", word) if unicodedata.category(c) != "Mn")
+
+
+def basic_tokenize(text, do_lower_case=True):
+    """The original `BasicTokenizer`: a list of words and single punctuation characters.
+
+    Drops NUL, U+FFFD and Cc/Cf characters, splits on whitespace, puts CJK ideographs and
+    punctuation characters in tokens of their own, and with `do_lower_case` lower-cases and
+    strips accents (NFD, combining marks removed) before splitting off punctuation.
+    """
+    chars = []
+    for char in text:
+        if unicode_tables.is_removed(char):
+            continue
+        if unicode_tables.is_whitespace(char):
+            chars.append(" ")
+        elif unicode_tables.is_cjk_codepoint(ord(char)):
+            chars.extend((" ", char, " "))
+        else:
+            chars.append(char)
+    tokens = []
+    for word in "".join(chars).split():
+        if do_lower_case:
+            word = _strip_accents(word.lower())
+        piece = []
+        for char in word:
+            if unicode_tables.is_punctuation(char):
+                if piece:
+                    tokens.append("".join(piece))
+                    piece = []
+                tokens.append(char)
+            else:
+                piece.append(char)
+        if piece:
+            tokens.append("".join(piece))
+    return tokens
+
+
+__all__ = ["WordTokenizer", "as_vocabulary", "whitespace_words", "is_squad_whitespace",
+           "tokenize_text", "basic_tokenize"]
