@@ -166,10 +166,11 @@ def _perturb_zero_weights(variable_map, seed):
 
 
 def finetuning_tokenizer(vocab_tokens, directory, do_lower_case=True):
-    """The fine-tuning path's word tokenizer (the in-graph one) over `vocab_tokens`."""
+    """The fine-tuning path's word tokenizer (the in-graph one) over `vocab_tokens` (a list of
+    tokens or a `Vocabulary`)."""
     from bert_keras.finetuning.tasks.words import WordTokenizer
 
     path = os.path.join(str(directory), "finetuning_vocab.txt")
     with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(vocab_tokens) + "\n")
+        f.write("\n".join(getattr(vocab_tokens, "tokens", vocab_tokens)) + "\n")
     return WordTokenizer(path, do_lower_case=do_lower_case)
