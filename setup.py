@@ -12,7 +12,7 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     packages=find_packages(include=["bert_keras", "bert_keras.*"]),
-    package_data={"bert_keras": ["data/*", "data/**/*"]},
+    package_data={"bert_keras": ["data/*", "data/**/*", "text/tables/*"]},
     include_package_data=True,
     python_requires=">=3.9",
     install_requires=[

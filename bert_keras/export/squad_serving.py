@@ -31,6 +31,15 @@ class SquadServing:
         signature = [tf.TensorSpec([None], tf.string, name="question"),
                      tf.TensorSpec([None], tf.string, name="context")]
         self.serving_default = tf.function(self._squad, input_signature=signature, autograph=False)
+        self.encode = tf.function(self._squad_encode, input_signature=signature, autograph=False)
+
+    def _squad_encode(self, question, context):
+        """The windows the model sees: `input_word_ids`, `input_mask`, `input_type_ids` int32
+        [windows, seq_length], `example_index` int32 [windows] (the question each window is of),
+        `token_is_max_context` bool [windows, seq_length]."""
+        features, info = self._squad_windows(sanitize_utf8(question), sanitize_utf8(context))
+        return dict(features, example_index=info["example"],
+                    token_is_max_context=info["is_max_context"])
 
     def _squad_windows(self, question, context):
         """The windows of every example and what post-processing needs about them."""

@@ -30,6 +30,7 @@ Example:
 """
 
 import functools
+import unicodedata
 
 import numpy as np
 import tensorflow as tf
@@ -76,8 +77,31 @@ def _wordpiece_split_kinds(chars):
     return kinds
 
 
+def fast_path_pattern_file_name(lower_case):
+    """The pattern depends on tf-text's normalizer and on Python's Unicode version."""
+    return (f"fast-path-{'uncased' if lower_case else 'cased'}-tftext{tf_text.__version__}"
+            f"-unicode{unicodedata.unidata_version}-v{ut.TABLES_FORMAT}.txt")
+
+
 @functools.lru_cache(maxsize=None)
 def fast_path_pattern(lower_case):
+    """`compute_fast_path_pattern(lower_case)`, read from the package's precomputed file or the
+    user's cache when there is one for this tf-text and Unicode version (see
+    `unicode_tables.stored`)."""
+    lower_case = bool(lower_case)
+
+    def save(pattern, path):
+        ut.write_file_atomic(path, lambda f: f.write(pattern.encode("utf-8")))
+
+    def load(path):
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+
+    return ut.stored(fast_path_pattern_file_name(lower_case),
+                     lambda: compute_fast_path_pattern(lower_case), save, load)
+
+
+def compute_fast_path_pattern(lower_case):
     """An RE2 pattern that fully matches the strings the fast path tokenizes exactly.
 
     A codepoint is safe when tf-text's `FastBertNormalizer` output, split the way its
@@ -174,10 +198,10 @@ class BertTokenizer(tf.Module):
             self._fast_pattern = fast_path_pattern(self.lower_case)
 
         spec = [tf.TensorSpec([None], tf.string)]
-        self._tokenize_fn = tf.function(self._tokenize_batch, input_signature=spec)
-        self._tokenize_merged_fn = tf.function(self._tokenize_merged_batch, input_signature=spec)
-        self._offsets_fn = tf.function(self._exact_tokenize_with_offsets, input_signature=spec)
-        self._basic_fn = tf.function(self._basic_tokenize_batch, input_signature=spec)
+        self._tokenize_fn = tf.function(self._tokenize_batch, input_signature=spec, autograph=False)
+        self._tokenize_merged_fn = tf.function(self._tokenize_merged_batch, input_signature=spec, autograph=False)
+        self._offsets_fn = tf.function(self._exact_tokenize_with_offsets, input_signature=spec, autograph=False)
+        self._basic_fn = tf.function(self._basic_tokenize_batch, input_signature=spec, autograph=False)
 
     # Public API -------------------------------------------------------------------------------
 

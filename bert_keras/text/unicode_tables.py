@@ -31,6 +31,8 @@ Example:
 
 import dataclasses
 import functools
+import os
+import tempfile
 import unicodedata
 
 import numpy as np
@@ -260,9 +262,92 @@ def _case_class_ranges():
     return starts, classes[starts]
 
 
+# Bump when the tables' layout or the rules that fill them change: files of another format are
+# not read.
+TABLES_FORMAT = 1
+TABLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tables")
+
+
+def tables_file_name(lower_case, unidata_version=None):
+    """The file name of the tables for a casing and a Unicode version (this Python's by default)."""
+    version = unidata_version or unicodedata.unidata_version
+    return f"normalization-{'uncased' if lower_case else 'cased'}-unicode{version}-v{TABLES_FORMAT}.npz"
+
+
+def _cache_dir():
+    return os.environ.get("BERT_KERAS_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "bert_keras")
+
+
+def write_file_atomic(path, write):
+    """Calls `write(binary file)` on a temporary file that then replaces `path`."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as f:
+            write(f)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
+def save_tables(tables, path):
+    """Writes `tables` to an .npz file atomically."""
+    arrays = {field.name: np.asarray(getattr(tables, field.name))
+              for field in dataclasses.fields(tables)}
+    write_file_atomic(path, lambda f: np.savez_compressed(f, **arrays))
+
+
+def load_tables(path):
+    with np.load(path) as data:
+        values = {name: data[name] for name in data.files}
+    values["lower_case"] = bool(values["lower_case"])
+    values["first_context_row"] = int(values["first_context_row"])
+    return NormalizationTables(**values)
+
+
+def stored(name, compute, save, load):
+    """`load(path)` of the package's precomputed file `name` or of the user's cached one, else
+    `compute()`, cached with `save(value, path)` for the next time.
+
+    The cache is `$BERT_KERAS_CACHE` (default `~/.cache/bert_keras`); a file that cannot be read
+    is computed again, and a cache that cannot be written is left alone.
+    """
+    for directory in (TABLES_DIR, _cache_dir()):
+        path = os.path.join(directory, name)
+        if os.path.exists(path):
+            try:
+                return load(path)
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+    value = compute()
+    try:
+        save(value, os.path.join(_cache_dir(), name))
+    except OSError:
+        pass
+    return value
+
+
 @functools.lru_cache(maxsize=None)
 def normalization_tables(lower_case):
-    """The `NormalizationTables` for uncased (`lower_case=True`) or cased vocabularies."""
+    """The `NormalizationTables` for uncased (`lower_case=True`) or cased vocabularies.
+
+    The tables depend on the Unicode version of Python's `unicodedata`, as the original
+    tokenizer's behaviour does. They are read from the package's precomputed files when those
+    are of this Python's Unicode version, else from the user's cache, else computed (seconds)
+    and cached (see `stored`).
+    """
+    lower_case = bool(lower_case)
+    return stored(tables_file_name(lower_case), lambda: compute_normalization_tables(lower_case),
+                  save_tables, load_tables)
+
+
+def compute_normalization_tables(lower_case):
+    """The `NormalizationTables` for uncased (`lower_case=True`) or cased vocabularies, computed
+    from this Python's `unicodedata` (seconds; `normalization_tables` reads them from a file)."""
     lower_case = bool(lower_case)
     if lower_case:
         mc, sources = _context_codepoints()

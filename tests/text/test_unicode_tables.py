@@ -1,5 +1,6 @@
 """The per-codepoint normalization tables against the reference statement of the algorithm."""
 
+import os
 import random
 import unicodedata
 
@@ -96,3 +97,40 @@ def test_tables_stay_small():
     assert ut.normalization_tables(True).nbytes < 600_000
     assert ut.normalization_tables(False).nbytes < 300_000
     assert ut.normalization_tables(True).width == 3
+
+
+def _assert_same_tables(a, b):
+    import dataclasses
+
+    for field in dataclasses.fields(a):
+        np.testing.assert_array_equal(getattr(a, field.name), getattr(b, field.name),
+                                      err_msg=field.name)
+
+
+@pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
+def test_stored_tables_equal_the_computed_ones(lower_case, tmp_path, monkeypatch):
+    """The package's precomputed tables (when of this Python's Unicode version) and the user
+    cache hold exactly what `compute_normalization_tables` gives."""
+    computed = ut.compute_normalization_tables(lower_case)
+    shipped = os.path.join(ut.TABLES_DIR, ut.tables_file_name(lower_case))
+    if os.path.exists(shipped):
+        _assert_same_tables(ut.load_tables(shipped), computed)
+    # Another Unicode version: computed once, then read from the cache.
+    monkeypatch.setenv("BERT_KERAS_CACHE", str(tmp_path))
+    monkeypatch.setattr(ut, "TABLES_DIR", str(tmp_path / "no-package-tables"))
+    ut.normalization_tables.cache_clear()
+    try:
+        _assert_same_tables(ut.normalization_tables(lower_case), computed)
+        cached = tmp_path / ut.tables_file_name(lower_case)
+        assert cached.exists()
+        _assert_same_tables(ut.load_tables(str(cached)), computed)
+    finally:
+        ut.normalization_tables.cache_clear()
+
+
+def test_tables_are_shipped_for_the_unicode_version_of_ci():
+    # CI runs Python 3.11 (Unicode 14.0.0); other versions compute and cache their own.
+    if unicodedata.unidata_version != "14.0.0":
+        pytest.skip(f"Unicode {unicodedata.unidata_version}: the tables are computed and cached")
+    for lower_case in (True, False):
+        assert os.path.exists(os.path.join(ut.TABLES_DIR, ut.tables_file_name(lower_case)))

@@ -73,9 +73,12 @@ def encode_texts(text_a, text_b, tokenize_word, vocab, max_seq_length=128):
 
     flat_a = text_a.reshape(-1)
     flat_b = None if text_b is None else text_b.reshape(-1)
-    rows = [pack(ids_of(a), None if flat_b is None else ids_of(flat_b[i]), cls_id, sep_id,
-                 pad_id, max_seq_length) for i, a in enumerate(flat_a)]
-    shape = text_a.shape + (max_seq_length,)
     names = ("input_word_ids", "input_mask", "input_type_ids")
-    return {name: np.asarray([row[k] for row in rows], np.int32).reshape(shape)
-            for k, name in enumerate(names)}
+    out = [np.empty((len(flat_a), max_seq_length), np.int32) for _ in names]
+    for i, a in enumerate(flat_a):
+        row = pack(ids_of(a), None if flat_b is None else ids_of(flat_b[i]), cls_id, sep_id, pad_id,
+                   max_seq_length)
+        for array, values in zip(out, row):
+            array[i] = values
+    shape = text_a.shape + (max_seq_length,)
+    return {name: array.reshape(shape) for name, array in zip(names, out)}

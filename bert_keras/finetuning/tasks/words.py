@@ -27,6 +27,7 @@ Example:
 ['hello', ',', 'world', '!']
 """
 
+import re
 import unicodedata
 
 from bert_keras.text import unicode_tables
@@ -47,20 +48,12 @@ def is_squad_whitespace(char):
     return char in (" ", "\t", "\r", "\n") or ord(char) == 0x202F
 
 
+_SQUAD_WHITESPACE = re.compile("[ \t\r\n\u202f]+")
+
+
 def whitespace_words(text):
     """Splits on the whitespace the SQuAD reader uses (space, tab, CR, LF, U+202F)."""
-    words = []
-    current = []
-    for char in text:
-        if is_squad_whitespace(char):
-            if current:
-                words.append("".join(current))
-                current = []
-        else:
-            current.append(char)
-    if current:
-        words.append("".join(current))
-    return words
+    return [word for word in _SQUAD_WHITESPACE.split(text) if word]
 
 
 def tokenize_text(text, tokenize_word):
@@ -91,13 +84,13 @@ class WordTokenizer:
 
     def prepare(self, texts):
         """Tokenizes, in batches, every whitespace-separated word of `texts` not seen before."""
-        table = self._table
         new = set()
+        split = _SQUAD_WHITESPACE.split
         for text in texts:
-            for word in whitespace_words(text):
-                if word not in table:
-                    new.add(word)
-        words = sorted(new)
+            new.update(split(text))
+        new.discard("")
+        table = self._table
+        words = sorted(word for word in new if word not in table)
         for begin in range(0, len(words), self.batch_size):
             chunk = words[begin:begin + self.batch_size]
             for word, ids in zip(chunk, self._tokenizer.tokenize_merged(chunk).to_list()):
