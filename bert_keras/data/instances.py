@@ -42,6 +42,8 @@ import random
 
 import numpy as np
 
+from bert_keras.text.truncation import truncated_pair_lengths
+
 
 @dataclasses.dataclass(frozen=True)
 class InstanceOptions:
@@ -289,27 +291,11 @@ def create_instance_spans(documents, max_seq_length, short_seq_prob, dupe_factor
                          np.array(random_next, bool))
 
 
-def truncation_lengths(length_a, length_b, max_num_tokens):
-    """How many tokens `truncate_seq_pair` removes from A and from B.
-
-    The loop always cuts the longer segment (B on ties), so the amounts are fixed: first the
-    longer is cut down to the shorter, then the cuts alternate, B first.
-    """
-    length_a = np.asarray(length_a, np.int64)
-    length_b = np.asarray(length_b, np.int64)
-    excess = np.maximum(length_a + length_b - max_num_tokens, 0)
-    difference = np.abs(length_a - length_b)
-    to_equal = np.minimum(excess, difference)
-    rest = excess - to_equal
-    cut_a = np.where(length_a > length_b, to_equal, 0) + rest // 2
-    cut_b = np.where(length_a > length_b, 0, to_equal) + (rest + 1) // 2
-    return cut_a, cut_b
-
-
 def truncate_spans(spans, max_num_tokens, np_rng):
     """Step 5, for all instances at once; each cut is at the front with probability 1/2."""
-    cut_a, cut_b = truncation_lengths(spans.a_end - spans.a_start, spans.b_end - spans.b_start,
-                                      max_num_tokens)
+    length_a, length_b = spans.a_end - spans.a_start, spans.b_end - spans.b_start
+    keep_a, keep_b = truncated_pair_lengths(length_a, length_b, max_num_tokens)
+    cut_a, cut_b = length_a - keep_a, length_b - keep_b
     front_a = np_rng.binomial(cut_a, 0.5)
     front_b = np_rng.binomial(cut_b, 0.5)
     return InstanceSpans(a_start=spans.a_start + front_a, a_end=spans.a_end - (cut_a - front_a),

@@ -29,7 +29,7 @@ How text becomes windows, exactly as fine-tuning saw it:
 
 - Classification packs `[CLS] A [SEP] (B [SEP])`; a pair too long loses wordpieces from the
   end of the currently longer text (the second when equal), as the original
-  `_truncate_seq_pair` and `bert_keras.finetuning.tasks.encoding.truncate_pair`.
+  `_truncate_seq_pair` (`bert_keras.text.truncation`).
 - SQuAD follows the original `run_squad.py`: the question cut to `max_query_length`
   wordpieces, windows over the context wordpieces `doc_stride` apart, each start token
   considered only in the window where it has the most context, start and end among the

@@ -17,6 +17,8 @@ Example:
 
 import tensorflow as tf
 
+from bert_keras.text.truncation import truncated_pair_lengths
+
 
 def bert_pack_inputs(segments, seq_length, special_ids):
     """Packs one or two segments.
@@ -33,24 +35,6 @@ def bert_pack_inputs(segments, seq_length, special_ids):
     flat = [flat_segment(segment) for segment in segments]
     return pack_segments(flat, seq_length, special_ids["start_of_sequence_id"],
                          special_ids["end_of_segment_id"], special_ids["padding_id"])
-
-
-def truncated_pair_lengths(length_a, length_b, budget):
-    """Lengths after the original `_truncate_seq_pair` (pop from the longer, B on ties).
-
-    All int32 [batch]. While the total exceeds `budget` the longer text loses its last
-    wordpiece; once both are equal they alternate, B first, so the result is
-    (ceil(budget / 2), floor(budget / 2)) when both stay longer than half the budget.
-    """
-    total = length_a + length_b
-    shorter = tf.minimum(length_a, length_b)
-    fits_by_cutting_longer = budget - shorter >= shorter
-    a_cut = tf.where(length_a > length_b, budget - length_b, length_a)
-    b_cut = tf.where(length_a > length_b, length_b, budget - length_a)
-    new_a = tf.where(fits_by_cutting_longer, a_cut, (budget + 1) // 2)
-    new_b = tf.where(fits_by_cutting_longer, b_cut, budget // 2)
-    over = total > budget
-    return tf.where(over, new_a, length_a), tf.where(over, new_b, length_b)
 
 
 def first_n(ragged, lengths):
@@ -97,7 +81,8 @@ def pack_segments(segments, seq_length, cls_id, sep_id, pad_id):
     elif len(segments) == 2:
         length_a, length_b = truncated_pair_lengths(
             tf.cast(segments[0].row_lengths(), tf.int32),
-            tf.cast(segments[1].row_lengths(), tf.int32), tf.maximum(seq_length - 3, 0))
+            tf.cast(segments[1].row_lengths(), tf.int32), tf.maximum(seq_length - 3, 0),
+            xp=tf.experimental.numpy)
         a, b = first_n(segments[0], length_a), first_n(segments[1], length_b)
         parts = [(_column(cls_id, rows), 0), (a, 0), (_column(sep_id, rows), 0), (b, 1),
                  (_column(sep_id, rows), 1)]

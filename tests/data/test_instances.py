@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bert_keras.data import instances as pd
-from pretraining_reference import reference_instances, truncate_pair
+from pretraining_reference import reference_instances
 
 SPECIAL = pd.SpecialTokenIds(pad_id=0, unknown_id=1, cls_id=2, sep_id=3, mask_id=4,
                              vocab_size=1000, is_continuation=np.zeros([1000], bool))
@@ -109,16 +109,6 @@ def test_a_random_next_from_a_single_document_uses_itself():
 
 
 # --- Step 5: truncation ---------------------------------------------------------------------
-
-
-def test_truncation_lengths_match_the_original_loop():
-    for max_num_tokens in range(2, 14):
-        for length_a in range(1, 30):
-            for length_b in range(1, 30):
-                a, b = list(range(length_a)), list(range(length_b))
-                truncate_pair(a, b, max_num_tokens, random.Random(0))
-                cut_a, cut_b = pd.truncation_lengths(length_a, length_b, max_num_tokens)
-                assert (length_a - cut_a, length_b - cut_b) == (len(a), len(b))
 
 
 def test_truncation_cuts_each_end_with_probability_one_half():

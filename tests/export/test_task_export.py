@@ -200,22 +200,6 @@ def test_regression_score(exported, loaded):
     assert np.abs(loaded["regression"]["score"] - scores).max() <= 1e-5
 
 
-def test_pair_truncation_is_the_original_rule():
-    import tensorflow as tf
-
-    from bert_keras.text.packing import truncated_pair_lengths
-    from bert_keras.finetuning.tasks.encoding import truncate_pair
-
-    lengths = [(a, b) for a in range(0, 14) for b in range(0, 14)]
-    for budget in (1, 6, 7, 13):
-        got_a, got_b = truncated_pair_lengths(tf.constant([a for a, _ in lengths]),
-                                              tf.constant([b for _, b in lengths]), budget)
-        for (a, b), new_a, new_b in zip(lengths, got_a.numpy(), got_b.numpy()):
-            ids_a, ids_b = list(range(a)), list(range(b))
-            truncate_pair(ids_a, ids_b, budget)
-            assert (new_a, new_b) == (len(ids_a), len(ids_b)), (a, b, budget)
-
-
 # ---------------------------------------------------------------------------------- SQuAD
 def _python_squad(exported, version_2, threshold):
     """The fine-tuning path's SQuAD pipeline: features, the Keras model, post-processing."""

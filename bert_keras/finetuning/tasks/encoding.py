@@ -18,15 +18,7 @@ Example:
 import numpy as np
 
 from bert_keras.finetuning.tasks.words import as_vocabulary, whitespace_words
-
-
-def truncate_pair(ids_a, ids_b, max_length):
-    """Shortens the lists in place until len(ids_a) + len(ids_b) <= max_length."""
-    while len(ids_a) + len(ids_b) > max_length:
-        if len(ids_a) > len(ids_b):
-            ids_a.pop()
-        else:
-            ids_b.pop()
+from bert_keras.text.truncation import truncated_pair_lengths
 
 
 def pack(ids_a, ids_b, cls_id, sep_id, pad_id, max_seq_length):
@@ -38,7 +30,8 @@ def pack(ids_a, ids_b, cls_id, sep_id, pad_id, max_seq_length):
         ids = [cls_id] + ids_a + [sep_id]
         types = [0] * len(ids)
     else:
-        truncate_pair(ids_a, ids_b, max_seq_length - 3)
+        keep_a, keep_b = truncated_pair_lengths(len(ids_a), len(ids_b), max_seq_length - 3)
+        ids_a, ids_b = ids_a[:int(keep_a)], ids_b[:int(keep_b)]
         ids = [cls_id] + ids_a + [sep_id] + ids_b + [sep_id]
         types = [0] * (len(ids_a) + 2) + [1] * (len(ids_b) + 1)
     padding = max_seq_length - len(ids)

@@ -69,15 +69,15 @@ def test_encode_choice_pairs():
 
 
 def test_pair_truncation_takes_from_the_longer_text():
-    from bert_keras.finetuning.tasks.encoding import truncate_pair
-    a, b = [1, 2, 3, 4, 5], [6, 7]
-    truncate_pair(a, b, 4)
-    # 7 -> 4: A is longer three times (5>2, 4>2, 3>2) -> a = [1, 2].
-    assert (a, b) == ([1, 2], [6, 7])
-    a, b = [1, 2], [3, 4]
-    truncate_pair(a, b, 3)
+    text_a, text_b = np.array([["a b c a b"]]), np.array([["c c"]])
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b", "c"]
+    arrays = encode_texts(text_a, text_b, lambda word: [vocab.index(word)], vocab, max_seq_length=7)
+    # 7 -> 4 wordpieces: A is longer three times (5>2, 4>2, 3>2) -> A keeps "a b".
+    assert arrays["input_word_ids"][0, 0].tolist() == [2, 5, 6, 3, 7, 7, 3]
+    arrays = encode_texts(np.array([["a b"]]), np.array([["c a"]]), lambda word: [vocab.index(word)],
+                          vocab, max_seq_length=6)
     # Equal lengths: B loses first.
-    assert (a, b) == ([1, 2], [3])
+    assert arrays["input_word_ids"][0, 0].tolist() == [2, 5, 6, 3, 7, 3]
 
 
 def test_bad_label_names_file_and_line(tmp_path):
