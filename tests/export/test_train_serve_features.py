@@ -65,9 +65,14 @@ def _finetuning_features(model_dirs):
     options = FinetuningOptions(max_seq_length=64, doc_stride=16, max_query_length=12)
     squad = get_task("squad_v2", model_dirs["squad_data"], model_dirs["squad"], options).load("dev")
     squad_examples, squad_features, _ = squad.context
+    max_context = np.zeros(squad.inputs["input_word_ids"].shape, bool)
+    for row, feature in enumerate(squad_features):
+        for position, is_max in feature.token_is_max_context.items():
+            max_context[row, position] = is_max
     return {"mrpc": mrpc.inputs, "mrpc_a": [e.text_a for e in examples],
             "mrpc_b": [e.text_b for e in examples], "squad": squad.inputs,
             "squad_example_index": [f.example_index for f in squad_features],
+            "squad_max_context": max_context,
             "questions": [e.question_text for e in squad_examples],
             "contexts": [e.context_text for e in squad_examples]}
 
@@ -96,6 +101,8 @@ def test_finetuning_features_equal_the_exported_models_inputs(model_dirs):
     np.testing.assert_array_equal(served["squad"]["example_index"], expected["squad_example_index"])
     for name in FEATURES:
         np.testing.assert_array_equal(served["squad"][name], expected["squad"][name], err_msg=name)
+    # ... and the same "max context" window for every document token (the original's rule).
+    np.testing.assert_array_equal(served["squad"]["token_is_max_context"], expected["squad_max_context"])
     # Real text reaches the vocabulary: few unknown wordpieces.
     ids = expected["mrpc"]["input_word_ids"]
     assert np.mean(ids[ids > 0] == 100) < 0.01
