@@ -42,6 +42,7 @@ import random
 
 import numpy as np
 
+from bert_keras.data import masking
 from bert_keras.text.truncation import truncated_pair_lengths
 
 
@@ -333,15 +334,6 @@ def pack_spans(token_ids, spans, max_seq_length, special):
     return input_ids, segment_ids, lengths, length_a
 
 
-def num_to_predict(lengths, masked_lm_prob, max_predictions_per_seq):
-    """`min(max_predictions_per_seq, max(1, round(len(tokens) * masked_lm_prob)))`, per row.
-
-    `np.rint` rounds half to even like Python 3's `round`, which the original runs under.
-    """
-    products = np.asarray(lengths, np.float64) * masked_lm_prob
-    return np.minimum(max_predictions_per_seq, np.maximum(1, np.rint(products))).astype(np.int64)
-
-
 def masking_candidates(input_ids, lengths, length_a):
     """Positions that may be masked: real tokens except [CLS] and the two [SEP]. bool [n, L]."""
     position = np.arange(input_ids.shape[1])[None, :]
@@ -356,7 +348,8 @@ def choose_masked_positions(input_ids, lengths, length_a, options, special, np_r
     candidate (a token, or a whole word) a uniform random key and visiting candidates by key.
     """
     candidates = masking_candidates(input_ids, lengths, length_a)
-    wanted = num_to_predict(lengths, options.masked_lm_prob, options.max_predictions_per_seq)
+    wanted = masking.num_to_predict(np.asarray(lengths, np.float64), options.masked_lm_prob,
+                                    options.max_predictions_per_seq).astype(np.int64)
     n, seq_length = input_ids.shape
     if not options.do_whole_word_mask:
         # Every candidate has size 1, so the greedy fill takes the `wanted` smallest keys.
@@ -416,10 +409,9 @@ def mask_instances(input_ids, lengths, length_a, options, special, np_rng):
     draw = np_rng.random(len(rows))
     keep_draw = np_rng.random(len(rows))
     random_tokens = np_rng.integers(0, special.vocab_size, len(rows))
-    to_mask = draw < 0.8
-    to_keep = ~to_mask & (keep_draw < 0.5)
+    replacement, to_mask, to_keep = masking.replacement(labels, special.mask_id, random_tokens,
+                                                        draw, keep_draw)
     to_random = ~to_mask & ~to_keep
-    replacement = np.where(to_mask, special.mask_id, np.where(to_keep, labels, random_tokens))
     masked_ids = input_ids.copy()
     masked_ids[rows, positions] = replacement
     masked_lm_positions = np.zeros((n, max_predictions), np.int32)

@@ -37,6 +37,8 @@ Example:
 import numpy as np
 import tensorflow as tf
 
+from bert_keras.data import masking
+
 UNMASKED_FEATURES = ("input_ids", "input_mask", "segment_ids", "next_sentence_labels")
 
 
@@ -104,8 +106,8 @@ def mask_tokens(features, seed, max_predictions_per_seq, vocab_size, cls_id, sep
 
     candidate = (input_mask > 0) & (original != cls_id) & (original != sep_id)
     num_tokens = tf.reduce_sum(input_mask, axis=1)  # [batch], [CLS] and [SEP] included
-    num_to_predict = tf.cast(tf.round(tf.cast(num_tokens, tf.float32) * masked_lm_prob), tf.int32)
-    num_to_predict = tf.minimum(max_predictions_per_seq, tf.maximum(1, num_to_predict))
+    num_to_predict = tf.cast(masking.num_to_predict(tf.cast(num_tokens, tf.float32), masked_lm_prob,
+                                                    max_predictions_per_seq, xp=tf), tf.int32)
     num_to_predict = tf.minimum(num_to_predict, tf.reduce_sum(tf.cast(candidate, tf.int32), axis=1))
 
     # A uniformly random subset of the candidates: the top scores of uniform noise.
@@ -127,9 +129,10 @@ def mask_tokens(features, seed, max_predictions_per_seq, vocab_size, cls_id, sep
 
     labels = tf.where(chosen, tf.gather(original, positions, batch_dims=1), 0)
     draw = tf.random.stateless_uniform(tf.shape(positions), seeds[1])
+    keep_draw = tf.random.stateless_uniform(tf.shape(positions), seeds[3])
     random_ids = tf.random.stateless_uniform(tf.shape(positions), seeds[2], minval=0,
                                              maxval=vocab_size, dtype=tf.int32)
-    replacement = tf.where(draw < 0.8, mask_id, tf.where(draw < 0.9, labels, random_ids))
+    replacement, _, _ = masking.replacement(labels, mask_id, random_ids, draw, keep_draw, xp=tf)
     rows = tf.broadcast_to(tf.range(batch)[:, None], tf.shape(positions))
     indices = tf.stack([rows, positions], axis=-1)
     # Unused slots write the token already at position 0 ([CLS]) back.

@@ -82,7 +82,7 @@ def pack_segments(segments, seq_length, cls_id, sep_id, pad_id):
         length_a, length_b = truncated_pair_lengths(
             tf.cast(segments[0].row_lengths(), tf.int32),
             tf.cast(segments[1].row_lengths(), tf.int32), tf.maximum(seq_length - 3, 0),
-            xp=tf.experimental.numpy)
+            xp=tf)
         a, b = first_n(segments[0], length_a), first_n(segments[1], length_b)
         parts = [(_column(cls_id, rows), 0), (a, 0), (_column(sep_id, rows), 0), (b, 1),
                  (_column(sep_id, rows), 1)]

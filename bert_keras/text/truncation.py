@@ -6,8 +6,8 @@ packing of the exported preprocessor and task models: while the pair is longer t
 the longer text loses a wordpiece (B on ties). The loop's outcome has a closed form: the longer
 text is cut down to the shorter, then the cuts alternate, B first.
 
-NumPy only, so that the pre-training data workers need no TensorFlow; in a graph pass
-`xp=tf.experimental.numpy`.
+Written against the functions NumPy and TensorFlow share (`maximum`, `minimum`, `abs`, `where`):
+NumPy by default, so that the pre-training data workers need no TensorFlow; `xp=tf` in a graph.
 
 Example:
 
@@ -25,7 +25,7 @@ def truncated_pair_lengths(length_a, length_b, budget, xp=np):
 
     Args:
       length_a, length_b: int scalars or arrays of the same shape (NumPy, or tensors with
-        `xp=tf.experimental.numpy`).
+        `xp=tf`).
       budget: the wordpieces the two texts may hold together (e.g. max_seq_length - 3).
     """
     excess = xp.maximum(length_a + length_b - budget, 0)

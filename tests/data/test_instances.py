@@ -142,13 +142,6 @@ def test_packing_segments_and_padding():
 # --- Step 7: masking ------------------------------------------------------------------------
 
 
-def test_num_to_predict_rounds_like_python3():
-    for prob in (0.15, 0.2, 0.1, 0.5):
-        for length in range(5, 513):
-            expected = min(20, max(1, int(round(length * prob))))
-            assert pd.num_to_predict([length], prob, 20)[0] == expected
-
-
 def random_packed(n, seq_length, rng, vocab_size=1000):
     lengths = rng.integers(5, seq_length + 1, n)
     length_a = np.array([rng.integers(1, l - 3) for l in lengths])
