@@ -55,3 +55,30 @@ def encode_instance_batch(batch):
     from bert_keras.data.records import instance_features
 
     return encoded_records(instance_features(batch))
+
+
+# The original google-research/bert `create_pretraining_data.py` (bert-tensorflow 1.0.4) is TF1
+# code: it runs under this shim, which maps `tensorflow` to `tensorflow.compat.v1`.
+ORIGINAL_SHIM = """
+import sys
+import tensorflow.compat.v1 as tf
+tf.disable_v2_behavior()
+sys.modules["tensorflow"] = tf
+import bert.create_pretraining_data as original
+tf.app.run(original.main)
+"""
+
+
+def run_original_tool(directory, *flags, timeout=600):
+    """Runs the original tool with `flags` (strings) in a fresh process; fails with its output."""
+    import subprocess
+    import sys
+
+    anchor_file("bert", "create_pretraining_data.py")
+    shim = os.path.join(str(directory), "original_shim.py")
+    with open(shim, "w", encoding="utf-8") as f:
+        f.write(ORIGINAL_SHIM)
+    result = subprocess.run([sys.executable, shim, *flags], capture_output=True, text=True,
+                            timeout=timeout)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result

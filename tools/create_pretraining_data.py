@@ -24,9 +24,11 @@ from absl import app, flags
 from bert_keras.data import instances as pretraining_data
 from bert_keras.data import pipeline as pretraining_pipeline
 
-INPUT_FILE = flags.DEFINE_string(
-    "input_file", None, "Input raw text file(s): a comma-separated list of files or globs.",
+INPUT_FILES = flags.DEFINE_string(
+    "input_files", None, "Input raw text file(s): a comma-separated list of files or globs.",
     required=True)
+# The original tool's spelling, so that its command lines run unchanged.
+flags.DEFINE_alias("input_file", "input_files")
 VOCAB_FILE = flags.DEFINE_string("vocab_file", None, "The WordPiece vocabulary (vocab.txt).",
                                  required=True)
 OUTPUT_DIR = flags.DEFINE_string("output_dir", None, "Directory for the TFRecord shards, "
@@ -93,7 +95,7 @@ def main(argv):
         except ValueError as error:
             raise pretraining_pipeline.PipelineError(str(error)) from error
         config = pretraining_pipeline.PipelineConfig(
-            input_files=expand_inputs(INPUT_FILE.value),
+            input_files=expand_inputs(INPUT_FILES.value),
             vocab_file=VOCAB_FILE.value,
             output_dir=OUTPUT_DIR.value,
             do_lower_case=DO_LOWER_CASE.value,

@@ -1,8 +1,6 @@
 """Pre-training TFRecords: the vectorized encoder, the tf.data reader, and its error messages."""
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -12,7 +10,6 @@ from bert_keras.data import instances as pd
 from bert_keras.data import records as pr
 from bert_keras.pretraining.inputs import MASKED, make_dataset_fn, read_records
 from pretraining_data_fixtures import encode_instance_batch, example_proto, write_tfrecords
-from support import anchor_file
 
 SEQ, PRED = 16, 4
 
@@ -144,27 +141,14 @@ def test_no_files_is_a_clear_error(tmp_path):
         list(read_records(str(tmp_path / "nothing-*.tfrecord"), 4, SEQ, PRED))
 
 
-ORIGINAL_SHIM = """
-import sys
-import tensorflow.compat.v1 as tf
-tf.disable_v2_behavior()
-sys.modules["tensorflow"] = tf
-import bert.create_pretraining_data as original
-tf.app.run(original.main)
-"""
-
-
 def test_records_of_the_original_tool_are_read(tmp_path):
-    from pretraining_data_fixtures import minilm_vocab_path, fixture_path
-    anchor_file("bert", "create_pretraining_data.py")
-    shim = tmp_path / "shim.py"
-    shim.write_text(ORIGINAL_SHIM)
+    from pretraining_data_fixtures import fixture_path, minilm_vocab_path, run_original_tool
+
     output = str(tmp_path / "original.tfrecord")
-    subprocess.run([sys.executable, str(shim), f"--input_file={fixture_path('sample_text.txt')}",
-                    f"--output_file={output}", f"--vocab_file={minilm_vocab_path()}",
-                    "--do_lower_case=True", "--max_seq_length=64", "--max_predictions_per_seq=10",
-                    "--dupe_factor=2", "--random_seed=1"],
-                   check=True, capture_output=True, timeout=240)
+    run_original_tool(tmp_path, f"--input_file={fixture_path('sample_text.txt')}",
+                      f"--output_file={output}", f"--vocab_file={minilm_vocab_path()}",
+                      "--do_lower_case=True", "--max_seq_length=64", "--max_predictions_per_seq=10",
+                      "--dupe_factor=2", "--random_seed=1")
     count = 0
     for features in read_records(output, 8, 64, 10):
         ids = features["input_ids"]
