@@ -191,7 +191,7 @@ print(len(tokens), "tokens, e.g.", tokens[5:15], "->", paths["vocab"])
 # segment, 15% of the tokens masked: 80% `[MASK]`, 10% kept, 10% random), `DUPE_FACTOR`
 # passes with different masks, written as sharded TFRecords by one worker process per CPU
 # core. The TPU VM of Colab has many cores, so this is quick even for large corpora. Same as
-# `python tools/create_pretraining_data.py --input_file=... --vocab_file=vocab.txt
+# `python tools/create_pretraining_data.py --input_files=... --vocab_file=vocab.txt
 # --output_dir=... --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=10`.
 
 # %%
