@@ -27,6 +27,7 @@ import json
 import os
 import time
 
+from bert_keras import optimization
 from bert_keras.model.config import write_text_atomic
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
@@ -331,8 +332,9 @@ def _define_flags():
     flags.DEFINE_integer("num_train_steps", defaults.num_train_steps, "Pre-training steps.")
     flags.DEFINE_float("learning_rate", defaults.learning_rate, "Peak learning rate.")
     flags.DEFINE_string("strategy", defaults.strategy, "auto, tpu, gpu, multi_worker or cpu.")
-    flags.DEFINE_enum("mixed_precision", defaults.mixed_precision,
-                      ["float32", "mixed_bfloat16", "mixed_float16"], "Training precision.")
+    flags.DEFINE_enum("dtype", "float32", list(optimization.DTYPE_FLAG_VALUES),
+                      "Training compute dtype: float32, bfloat16 or float16 (variables stay float32).")
+    flags.DEFINE_alias("mixed_precision", "dtype")  # the earlier spelling
     flags.DEFINE_integer("num_workers", defaults.num_workers,
                          "Processes for the data stage (0: one per core).")
 
@@ -342,7 +344,9 @@ def _main(argv):
 
     del argv
     values = {field.name: flags.FLAGS[field.name].value
-              for field in dataclasses.fields(MainJobOptions) if field.name in flags.FLAGS}
+              for field in dataclasses.fields(MainJobOptions)
+              if field.name in flags.FLAGS and field.name != "mixed_precision"}
+    values["mixed_precision"] = optimization.mixed_precision_policy(flags.FLAGS.dtype)
     run_main_job(MainJobOptions(**values))
 
 

@@ -40,6 +40,20 @@ from keras import ops
 NO_DECAY_NAME_PARTS = ("LayerNorm", "layer_norm", "bias")
 OPTIMIZER_NAMES = ("adamw", "lamb")
 MIXED_PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
+# The `--dtype` values every tool takes; a training tool computes in that dtype with float32
+# variables (Keras' mixed policies), an export computes in it. The policy names are accepted too.
+DTYPES = ("float32", "bfloat16", "float16")
+DTYPE_FLAG_VALUES = DTYPES + MIXED_PRECISION_POLICIES[1:]
+
+
+def mixed_precision_policy(dtype):
+    """The Keras policy of a `--dtype` value: "float32", "mixed_bfloat16" or "mixed_float16"."""
+    if dtype in (None, "", "float32"):
+        return "float32"
+    policy = dtype if dtype.startswith("mixed_") else f"mixed_{dtype}"
+    if policy not in MIXED_PRECISION_POLICIES:
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {DTYPES}")
+    return policy
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
@@ -307,4 +321,5 @@ def accumulate_gradients(compute_loss, batch, variables, num_micro_batches=1, ji
 
 __all__ = ["WarmupLinearDecay", "AdamWeightDecay", "Lamb", "create_optimizer", "no_decay_variables",
            "accumulate_gradients", "inner_optimizer", "current_learning_rate",
-           "NO_DECAY_NAME_PARTS", "OPTIMIZER_NAMES", "MIXED_PRECISION_POLICIES"]
+           "NO_DECAY_NAME_PARTS", "OPTIMIZER_NAMES", "MIXED_PRECISION_POLICIES", "DTYPES",
+           "DTYPE_FLAG_VALUES", "mixed_precision_policy"]

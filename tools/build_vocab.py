@@ -1,7 +1,7 @@
 """Learns a BERT WordPiece vocabulary (vocab.txt) from raw text.
 
   python tools/build_vocab.py --input_files='corpus/*.txt' --vocab_size=30522 \
-      --output=vocab.txt --lower_case --num_unused=994
+      --output=vocab.txt --do_lower_case --num_unused=994
 
 `--num_unused=994` gives the special tokens the ids of Google's released vocabularies ([PAD] 0,
 [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103); the default puts them at 0-4. The result is
@@ -21,7 +21,10 @@ INPUT_FILES = flags.DEFINE_string("input_files", None, "Raw text: a comma-separa
 VOCAB_SIZE = flags.DEFINE_integer("vocab_size", None, "Number of tokens in the vocabulary.",
                                   required=True)
 OUTPUT = flags.DEFINE_string("output", None, "The vocab.txt to write.", required=True)
-LOWER_CASE = flags.DEFINE_bool("lower_case", False, "Lower-case and strip accents (uncased).")
+DO_LOWER_CASE = flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (an uncased "
+                                  "vocabulary), as the other tools' default; --nodo_lower_case "
+                                  "for a cased one.")
+flags.DEFINE_alias("lower_case", "do_lower_case")  # the earlier spelling
 NUM_UNUSED = flags.DEFINE_integer("num_unused", 0, "Number of [unusedK] tokens to reserve.")
 MAX_UNIQUE_CHARS = flags.DEFINE_integer("max_unique_chars", 1000, "Most frequent characters "
                                         "kept as tokens; rarer ones become [UNK].")
@@ -47,7 +50,7 @@ def main(argv):
             raise vocab_builder.VocabularyBuildError(
                 f"--output: cannot write to the directory {output_dir}")
         tokens = vocab_builder.build_vocabulary(
-            files, VOCAB_SIZE.value, lower_case=LOWER_CASE.value, num_unused=NUM_UNUSED.value,
+            files, VOCAB_SIZE.value, lower_case=DO_LOWER_CASE.value, num_unused=NUM_UNUSED.value,
             max_unique_chars=MAX_UNIQUE_CHARS.value, progress=PROGRESS.value)
         vocab_builder.write_vocabulary(tokens, OUTPUT.value)
     except vocab_builder.VocabularyBuildError as error:

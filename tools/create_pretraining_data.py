@@ -75,7 +75,7 @@ def expand_inputs(spec):
         matched = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else (
             [pattern] if os.path.exists(pattern) else [])
         if not matched:
-            raise pretraining_pipeline.PipelineError(f"--input_file: nothing matches {pattern!r}")
+            raise pretraining_pipeline.PipelineError(f"--input_files: nothing matches {pattern!r}")
         files.extend(matched)
     return files
 

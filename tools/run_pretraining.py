@@ -2,7 +2,7 @@
 
   # From scratch, phase 1 (seq 128):
   python tools/run_pretraining.py --input_files='data/seq128/*.tfrecord' --output_dir=models/phase1 \
-      --config=base --vocab_file=vocab.txt --train_batch_size=256 --max_seq_length=128 \
+      --preset=base --vocab_file=vocab.txt --train_batch_size=256 --max_seq_length=128 \
       --max_predictions_per_seq=20 --num_train_steps=900000 --num_warmup_steps=10000 \
       --learning_rate=1e-4
 
@@ -10,7 +10,7 @@
   python tools/run_pretraining.py --input_files='data/seq512/*.tfrecord' --output_dir=models/phase2 \
       --init_model_dir=models/phase1 --max_seq_length=512 --max_predictions_per_seq=80 ...
 
-  # On a TPU (Colab / TPU VM): --strategy=tpu --tpu=local --mixed_precision=mixed_bfloat16 \
+  # On a TPU (Colab / TPU VM): --strategy=tpu --tpu=local --dtype=bfloat16 \
   #     --steps_per_execution=200
   # Held-out evaluation:  --mode=eval --input_files='data/heldout/*.tfrecord' --output_dir=models/phase1
 
@@ -26,13 +26,15 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("input_files", None, "Pre-training TFRecord files: a glob or comma-separated globs.")
 flags.DEFINE_string("output_dir", None, "The model directory to write; checkpoints go to "
                     "<output_dir>/checkpoints and a rerun resumes from them.", required=True)
-flags.DEFINE_string("config", None, "A preset (tiny, mini, small, medium, base, large, L4_H256, ...) "
-                    "or a bert_config.json. With a preset, vocab_size is the vocabulary's.")
-flags.DEFINE_string("vocab_file", None, "The WordPiece vocabulary (with --config).")
+flags.DEFINE_string("preset", None, "Model size: a preset (tiny, mini, small, medium, base, large, "
+                    "L4_H256, ...) or a bert_config.json. With a preset, vocab_size is the "
+                    "vocabulary's.")
+flags.DEFINE_alias("config", "preset")  # the earlier spelling
+flags.DEFINE_string("vocab_file", None, "The WordPiece vocabulary (with --preset).")
 flags.DEFINE_bool("do_lower_case", True, "Whether the vocabulary is uncased (written to the model "
                   "directory; with --init_model_dir its own setting is kept).")
 flags.DEFINE_string("init_model_dir", None, "Start from this model directory (phase 1's output, or "
-                    "converted published weights) instead of --config/--vocab_file.")
+                    "converted published weights) instead of --preset/--vocab_file.")
 flags.DEFINE_enum("mode", "train", ["train", "eval", "export"], "train (or resume); eval: MLM/NSP "
                   "accuracy and loss on --input_files; export: write the model directory from the "
                   "latest checkpoint.")
@@ -57,8 +59,12 @@ flags.DEFINE_bool("adam_bias_correction", True, "Bias-correct Adam's moments, as
                   "AdamW; --noadam_bias_correction is the original release's update (which learns far "
                   "less at short budgets).")
 flags.DEFINE_float("clip_norm", 1.0, "Clip gradients to this global norm (0: no clipping).")
-flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
-                  "Compute dtype; layer norms and softmax stay float32; mixed_float16 adds loss scaling.")
+flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16", "mixed_bfloat16",
+                                         "mixed_float16"],
+                  "Compute dtype (variables stay float32; layer norms and softmax compute in "
+                  "float32): bfloat16 for TPUs and CPUs with bf16 units, float16 for GPUs (with "
+                  "loss scaling).")
+flags.DEFINE_alias("mixed_precision", "dtype")  # the earlier spelling
 flags.DEFINE_integer("gradient_accumulation_steps", 1, "Split each replica's batch into this many "
                      "micro-batches (for batches that do not fit in memory).")
 flags.DEFINE_integer("steps_per_execution", 1, "Training steps per tf.function call (use 100s on TPUs).")
@@ -88,6 +94,7 @@ def main(argv):
     tf.get_logger().setLevel("WARNING")  # tf.distribute's per-step INFO lines drown the metrics
 
     from bert_keras.model.config import ConfigError
+    from bert_keras.optimization import mixed_precision_policy
     from bert_keras.model.model_dir import ModelDirError
     from bert_keras.pretraining import PretrainingError, PretrainingOptions, run_pretraining
     from bert_keras.data.records import RecordsError
@@ -95,7 +102,7 @@ def main(argv):
     from bert_keras.model.checkpoint_names import WeightsError
 
     options = PretrainingOptions(
-        input_files=FLAGS.input_files or "", output_dir=FLAGS.output_dir, config=FLAGS.config,
+        input_files=FLAGS.input_files or "", output_dir=FLAGS.output_dir, config=FLAGS.preset,
         vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case,
         init_model_dir=FLAGS.init_model_dir, mode=FLAGS.mode, strategy=FLAGS.strategy, tpu=FLAGS.tpu,
         train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
@@ -104,7 +111,7 @@ def main(argv):
         learning_rate=FLAGS.learning_rate, optimizer=FLAGS.optimizer, weight_decay=FLAGS.weight_decay,
         adam_epsilon=FLAGS.adam_epsilon,
         adam_bias_correction=FLAGS.adam_bias_correction, clip_norm=FLAGS.clip_norm,
-        mixed_precision=FLAGS.mixed_precision,
+        mixed_precision=mixed_precision_policy(FLAGS.dtype),
         gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
         steps_per_execution=FLAGS.steps_per_execution,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps,

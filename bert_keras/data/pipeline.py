@@ -133,7 +133,7 @@ def _check_config(config):
                             "tasks: each task takes whole files, so split the input into at least "
                             "as many files as tasks")
     try:
-        Vocabulary.from_file(config.vocab_file)
+        Vocabulary.from_file(config.vocab_file).check_casing(config.do_lower_case)
     except ValueError as error:
         raise PipelineError(f"bad --vocab_file: {error}") from error
 

@@ -29,13 +29,6 @@ class ConversionError(ValueError):
     """A checkpoint cannot be converted; the message names the file."""
 
 
-def infer_do_lower_case(vocab):
-    """An uncased vocabulary holds no upper-case letters (after its special tokens)."""
-    special = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}
-    return not any(token not in special and not re.fullmatch(r"\[unused\d+\]", token)
-                   and token != token.lower() for token in vocab.tokens)
-
-
 # ---------------------------------------------------------------- Hugging Face
 def _hf_candidates(name):
     """Hugging Face names that may hold the original weight `name`, and whether to transpose."""
@@ -137,7 +130,7 @@ def convert_hf_checkpoint(input_dir, output_dir, do_lower_case=None):
             with open(tokenizer_config, encoding="utf-8") as f:
                 do_lower_case = json.load(f).get("do_lower_case")
         if do_lower_case is None:
-            do_lower_case = infer_do_lower_case(vocab)
+            do_lower_case = vocab.is_uncased()
     arrays = read_hf_weights(input_dir, config)
     model_dir_lib.write_model_dir(output_dir, config, vocab, do_lower_case, arrays)
     return config
@@ -169,7 +162,7 @@ def convert_tf1_checkpoint(checkpoint_path, output_dir, do_lower_case=None):
     vocab = Vocabulary.from_file(os.path.join(directory, "vocab.txt"))
     vocab.check_size(config.vocab_size, os.path.join(directory, "bert_config.json"))
     if do_lower_case is None:
-        do_lower_case = infer_do_lower_case(vocab)
+        do_lower_case = vocab.is_uncased()
     arrays = read_tf1_weights(checkpoint_path, config)
     model_dir_lib.write_model_dir(output_dir, config, vocab, do_lower_case, arrays)
     return config

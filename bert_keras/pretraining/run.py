@@ -208,6 +208,7 @@ def resolve_model_setup(options):
     else:
         # A preset fixes the sizes of the layers; the vocabulary fixes vocab_size.
         config = BertConfig.from_preset(options.config, vocab_size=len(vocab))
+    vocab.check_casing(options.do_lower_case)
     return _ModelSetup(config, vocab, options.do_lower_case)
 
 

@@ -11,8 +11,10 @@ Example:
 """
 
 import os
+import re
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+_UNUSED = re.compile(r"\[unused\d+\]")
 
 
 class VocabularyError(ValueError):
@@ -74,6 +76,25 @@ class Vocabulary:
             raise VocabularyError(
                 f"{self.path} has {len(self.tokens)} tokens but {config_source} says "
                 f"vocab_size={vocab_size}")
+
+    def is_uncased(self):
+        """An uncased vocabulary holds no upper-case letters (besides its special tokens)."""
+        return not any(token not in SPECIAL_TOKENS and not _UNUSED.fullmatch(token)
+                       and token != token.lower() for token in self.tokens)
+
+    def check_casing(self, do_lower_case, flag="--do_lower_case"):
+        """Raises when the casing asked for cannot be this vocabulary's.
+
+        A cased vocabulary used with lower-casing never sees its capitalized tokens; an uncased
+        one used without lower-casing turns every capitalized word into pieces or [UNK].
+        """
+        uncased = self.is_uncased()
+        if do_lower_case and not uncased:
+            raise VocabularyError(f"{self.path} is a cased vocabulary (it holds upper-case tokens) "
+                                  f"but {flag} is set: pass --nodo_lower_case")
+        if not do_lower_case and uncased:
+            raise VocabularyError(f"{self.path} is an uncased vocabulary (no upper-case tokens) "
+                                  f"but {flag} is off: pass --do_lower_case")
 
     def write(self, path):
         from bert_keras.model.config import write_text_atomic

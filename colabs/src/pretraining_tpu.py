@@ -174,7 +174,7 @@ print("held-out text:", heldout_files)
 # BERT's basic tokenization (lower-casing and accent stripping for an uncased model, splits
 # on whitespace and punctuation) counts the words in-graph; tensorflow-text's WordPiece
 # learner then picks exactly `VOCAB_SIZE` tokens, with `[PAD] [UNK] [CLS] [SEP] [MASK]` first.
-# Same as `python tools/build_vocab.py --input_files=... --vocab_size=... --lower_case
+# Same as `python tools/build_vocab.py --input_files=... --vocab_size=... --do_lower_case
 # --output=vocab.txt`.
 
 # %%
@@ -219,7 +219,7 @@ for split, files, shards in (("train", corpus_files, 8), ("heldout", heldout_fil
 # `strategy.run` that runs `STEPS_PER_EXECUTION` steps per call. Checkpoints go to
 # `model/checkpoints` every `SAVE_CHECKPOINTS_STEPS` steps: if the session stops, running
 # this cell again continues from the last one. Same as `python tools/run_pretraining.py
-# --strategy=tpu --tpu=local --mixed_precision=mixed_bfloat16 ...`.
+# --strategy=tpu --tpu=local --dtype=bfloat16 ...`.
 
 # %%
 import dataclasses

@@ -231,3 +231,18 @@ def test_tasks_take_disjoint_files(tmp_path):
     with open(os.path.join(output_dir, "task-00001-of-00002-manifest.json")) as f:
         inputs = [os.path.basename(entry[0]) for entry in json.load(f)["input_files"]]
     assert inputs == ["article-1.txt", "article-3.txt"]
+
+
+def test_a_cased_vocabulary_with_lower_casing_is_refused(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "The"]) + "\n",
+                     encoding="utf-8")
+    output_dir = str(tmp_path / "out")
+    # The original tool's --input_file spelling is accepted.
+    result = subprocess.run(
+        [sys.executable, TOOL, f"--input_file={fixture_path('sample_text.txt')}",
+         f"--vocab_file={vocab}", f"--output_dir={output_dir}", "--do_lower_case"],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    assert "is a cased vocabulary" in result.stderr and "--nodo_lower_case" in result.stderr
+    assert_no_output(output_dir)

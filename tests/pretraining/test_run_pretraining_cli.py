@@ -31,7 +31,7 @@ def data(tmp_path_factory):
 
 def command(data, output_dir, *extra):
     return [sys.executable, TOOL, f"--input_files={data}/train/*.tfrecord", f"--output_dir={output_dir}",
-            "--config=tiny", f"--vocab_file={data}/vocab.txt", "--max_seq_length=32",
+            "--preset=tiny", f"--vocab_file={data}/vocab.txt", "--max_seq_length=32",
             "--max_predictions_per_seq=5", "--train_batch_size=16", f"--num_train_steps={STEPS}",
             "--num_warmup_steps=5", "--learning_rate=5e-4", "--steps_per_execution=5",
             "--save_checkpoints_steps=10", "--strategy=cpu", *extra]
