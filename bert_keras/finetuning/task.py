@@ -14,8 +14,8 @@ A `FinetuningTask` knows, for one task:
 - `task_config()`: what `task_config.json` records (task, label names, max_seq_length, ...).
 
 Task names: `glue/<cola|sst2|mrpc|stsb|qqp|mnli|qnli|rte|wnli>`, `squad_v1`, `squad_v2`,
-`swag`, `conll2003`. Text is tokenized with the model directory's vocabulary by the
-pure-Python WordPiece tokenizer of `bert_keras.finetuning.tasks.words` (the original's rules).
+`swag`, `conll2003`. Text is tokenized with the model directory's vocabulary by the in-graph
+tokenizer that the exported preprocessor and task models run (`bert_keras.finetuning.tasks.words`).
 
 Example:
 
