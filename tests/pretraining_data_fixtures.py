@@ -82,3 +82,19 @@ def run_original_tool(directory, *flags, timeout=600):
                             timeout=timeout)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
+
+
+def random_packed(n, seq_length, rng, special, vocab_size=1000):
+    """`[CLS] A [SEP] B [SEP]` rows of random ids and lengths: (ids int32 [n, seq_length],
+    lengths int32 [n], length_a int32 [n])."""
+    import numpy as np
+
+    lengths = rng.integers(5, seq_length + 1, n)
+    length_a = np.array([rng.integers(1, length - 3) for length in lengths])
+    ids = rng.integers(5, vocab_size, (n, seq_length)).astype(np.int32)
+    position = np.arange(seq_length)[None, :]
+    ids[position >= lengths[:, None]] = 0
+    ids[:, 0] = special.cls_id
+    ids[np.arange(n), length_a + 1] = special.sep_id
+    ids[np.arange(n), lengths - 1] = special.sep_id
+    return ids, lengths.astype(np.int32), length_a.astype(np.int32)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from bert_keras.data import instances as pd
+from pretraining_data_fixtures import random_packed
 from pretraining_reference import reference_instances
 
 SPECIAL = pd.SpecialTokenIds(pad_id=0, unknown_id=1, cls_id=2, sep_id=3, mask_id=4,
@@ -142,21 +143,9 @@ def test_packing_segments_and_padding():
 # --- Step 7: masking ------------------------------------------------------------------------
 
 
-def random_packed(n, seq_length, rng, vocab_size=1000):
-    lengths = rng.integers(5, seq_length + 1, n)
-    length_a = np.array([rng.integers(1, l - 3) for l in lengths])
-    ids = rng.integers(5, vocab_size, (n, seq_length)).astype(np.int32)
-    position = np.arange(seq_length)[None, :]
-    ids[position >= lengths[:, None]] = 0
-    ids[:, 0] = SPECIAL.cls_id
-    ids[np.arange(n), length_a + 1] = SPECIAL.sep_id
-    ids[np.arange(n), lengths - 1] = SPECIAL.sep_id
-    return ids, lengths.astype(np.int32), length_a.astype(np.int32)
-
-
 def test_masking_counts_positions_and_labels():
     rng = np.random.default_rng(0)
-    ids, lengths, length_a = random_packed(3000, 64, rng)
+    ids, lengths, length_a = random_packed(3000, 64, rng, SPECIAL)
     options = pd.InstanceOptions(max_seq_length=64, max_predictions_per_seq=7)
     masked, positions, labels, weights, counts = pd.mask_instances(
         ids, lengths, length_a, options, SPECIAL, rng)
@@ -177,7 +166,7 @@ def test_masking_counts_positions_and_labels():
 
 def test_replacement_proportions():
     rng = np.random.default_rng(1)
-    ids, lengths, length_a = random_packed(20000, 128, rng)
+    ids, lengths, length_a = random_packed(20000, 128, rng, SPECIAL)
     options = pd.InstanceOptions(max_seq_length=128, max_predictions_per_seq=20)
     masked, positions, labels, weights, counts = pd.mask_instances(
         ids, lengths, length_a, options, SPECIAL, rng)
@@ -193,7 +182,7 @@ def test_replacement_proportions():
 
 def test_masked_fraction_is_about_masked_lm_prob():
     rng = np.random.default_rng(2)
-    ids, lengths, length_a = random_packed(5000, 128, rng)
+    ids, lengths, length_a = random_packed(5000, 128, rng, SPECIAL)
     options = pd.InstanceOptions(max_seq_length=128, max_predictions_per_seq=1000,
                                  masked_lm_prob=0.15)
     *_, weights, _ = pd.mask_instances(ids, lengths, length_a, options, SPECIAL, rng)
@@ -233,7 +222,7 @@ def test_whole_word_counts_match_reference():
         vocab[i] = f"##w{i}"
     vocab[:5] = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     special = whole_word_special(continuation)
-    ids, lengths, length_a = random_packed(3000, 40, rng)
+    ids, lengths, length_a = random_packed(3000, 40, rng, SPECIAL)
     options = pd.InstanceOptions(max_seq_length=40, max_predictions_per_seq=5,
                                  do_whole_word_mask=True)
     *_, weights, _ = pd.mask_instances(ids, lengths, length_a, options, special, rng)

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from bert_keras.data import instances, masking
 from bert_keras.pretraining import dynamic_masking
+from pretraining_data_fixtures import random_packed
 
 SPECIAL = instances.SpecialTokenIds(pad_id=0, unknown_id=1, cls_id=2, sep_id=3, mask_id=4,
                                     vocab_size=1000)
@@ -22,20 +23,6 @@ def test_num_to_predict_rounds_like_python3_in_numpy_and_in_graph():
         assert in_graph(tf.constant(lengths)).numpy().astype(int).tolist() == expected
 
 
-def _packed(n, seq_length, seed):
-    """[CLS] A [SEP] B [SEP] sequences of random ids and lengths."""
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(5, seq_length + 1, n)
-    length_a = np.array([rng.integers(1, length - 3) for length in lengths])
-    ids = rng.integers(5, SPECIAL.vocab_size, (n, seq_length)).astype(np.int32)
-    position = np.arange(seq_length)[None, :]
-    ids[position >= lengths[:, None]] = 0
-    ids[:, 0] = SPECIAL.cls_id
-    ids[np.arange(n), length_a + 1] = SPECIAL.sep_id
-    ids[np.arange(n), lengths - 1] = SPECIAL.sep_id
-    return ids, lengths.astype(np.int32), length_a.astype(np.int32)
-
-
 def _shares(original, masked, positions, weights):
     rows, slots = np.nonzero(weights)
     labels = original[rows, positions[rows, slots]]
@@ -46,7 +33,7 @@ def _shares(original, masked, positions, weights):
 
 
 def test_static_and_dynamic_masking_are_the_same_rule():
-    ids, lengths, length_a = _packed(20000, 64, seed=0)
+    ids, lengths, length_a = random_packed(20000, 64, np.random.default_rng(0), SPECIAL)
     options = instances.InstanceOptions(max_seq_length=64, max_predictions_per_seq=8)
     static_ids, static_positions, _, static_weights, _ = instances.mask_instances(
         ids, lengths, length_a, options, SPECIAL, np.random.default_rng(1))
