@@ -130,8 +130,9 @@ def resolve_strategy(name="auto", tpu=None, devices=None):
       devices: explicit device list for "mirrored".
     """
     import tensorflow as tf
-    gpus = tf.config.list_logical_devices("GPU")
-    kind = choose_strategy_kind(name, tpu=tpu, num_gpus=len(gpus))
+    # Physical devices: listing logical ones would initialize TensorFlow's runtime, after which
+    # a MultiWorkerMirroredStrategy can no longer configure its collective ops.
+    kind = choose_strategy_kind(name, tpu=tpu, num_gpus=len(tf.config.list_physical_devices("GPU")))
     if kind == "tpu":
         try:
             strategy = _tpu_strategy(tpu)
@@ -139,18 +140,20 @@ def resolve_strategy(name="auto", tpu=None, devices=None):
             if name == "tpu":
                 raise StrategyError(f"cannot reach a TPU at {tpu or 'local'!r}: {error}") from error
             logging.warning("no TPU reachable (%s); falling back to the devices at hand", error)
-            kind = choose_strategy_kind("auto", num_gpus=len(gpus), tpu_reachable=False)
+            kind = choose_strategy_kind("auto", num_gpus=len(tf.config.list_physical_devices("GPU")),
+                                        tpu_reachable=False)
         else:
             logging.info("TPUStrategy with %d cores", strategy.num_replicas_in_sync)
             return strategy
     if kind == "multi_worker":
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
     elif kind == "mirrored":
+        gpus = tf.config.list_logical_devices("GPU")
         if devices is None:
             devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
         strategy = tf.distribute.MirroredStrategy(devices)
     elif kind == "one_device_gpu":
-        strategy = tf.distribute.OneDeviceStrategy(gpus[0].name)
+        strategy = tf.distribute.OneDeviceStrategy(tf.config.list_logical_devices("GPU")[0].name)
     else:
         strategy = tf.distribute.get_strategy()
     logging.info("%s with %d replica(s)", type(strategy).__name__, strategy.num_replicas_in_sync)
