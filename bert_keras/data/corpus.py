@@ -43,11 +43,17 @@ _HEADING = re.compile(r"^\s*=(\s+=)*\s+.*?\s+=(\s+=)*\s*$")
 
 @dataclasses.dataclass
 class Block:
-    """Consecutive documents of the corpus; `documents` is a list of lists of text lines."""
+    """Consecutive documents of one file; `documents` is a list of lists of text lines.
+
+    `index` counts the blocks read; `key` = (file number, block number within the file) names
+    the block independently of which other files are read with it, so that random draws seeded
+    from it are the same whichever task of a cluster reads the file.
+    """
 
     index: int
     documents: list
     num_bytes: int
+    key: tuple = (0, 0)
 
 
 @dataclasses.dataclass
@@ -119,28 +125,38 @@ def iter_documents(files, input_format, utf8_errors="replace", stats=None):
             yield document
 
 
-def iter_blocks(files, input_format, block_bytes, utf8_errors="replace", stats=None):
-    """Yields `Block`s of about `block_bytes` bytes of text each (at least one line each)."""
+def iter_blocks(files, input_format, block_bytes, utf8_errors="replace", stats=None,
+                file_numbers=None):
+    """Yields `Block`s of about `block_bytes` bytes of text each (at least one line each).
+
+    A block holds documents of one file only. `file_numbers`: each file's number for the blocks'
+    `key` (default: its position in `files`).
+    """
     if block_bytes < 1:
         raise ValueError(f"block_bytes must be positive, got {block_bytes}")
     stats = stats if stats is not None else CorpusStats()
+    file_numbers = list(range(len(files))) if file_numbers is None else list(file_numbers)
     index = 0
-    documents, size = [], 0
-    for document in iter_documents(files, input_format, utf8_errors, stats):
-        piece, piece_size = [], 0
-        for line in document:
-            piece.append(line)
-            piece_size += len(line) + 1
-            if size + piece_size >= block_bytes:
+    for path, file_number in zip(files, file_numbers):
+        in_file = 0
+        documents, size = [], 0
+        for document in iter_documents([path], input_format, utf8_errors, stats):
+            piece, piece_size = [], 0
+            for line in document:
+                piece.append(line)
+                piece_size += len(line) + 1
+                if size + piece_size >= block_bytes:
+                    documents.append(piece)
+                    if len(piece) < len(document):
+                        stats.split_documents += 1
+                    yield Block(index, documents, size + piece_size, (file_number, in_file))
+                    index += 1
+                    in_file += 1
+                    documents, size = [], 0
+                    piece, piece_size = [], 0
+            if piece:
                 documents.append(piece)
-                if len(piece) < len(document):
-                    stats.split_documents += 1
-                yield Block(index, documents, size + piece_size)
-                index += 1
-                documents, size = [], 0
-                piece, piece_size = [], 0
-        if piece:
-            documents.append(piece)
-            size += piece_size
-    if documents:
-        yield Block(index, documents, size)
+                size += piece_size
+        if documents:
+            yield Block(index, documents, size, (file_number, in_file))
+            index += 1

@@ -377,7 +377,8 @@ def run(config):
     start = time.time()
     _check_config(config)
     files = task_files(config)
-    block_bytes = config.block_bytes or _auto_block_bytes(files)
+    # From all the input (not this task's share), so that every task cuts the same blocks.
+    block_bytes = config.block_bytes or _auto_block_bytes(config.input_files)
     manifest = _manifest(config, files, block_bytes)
     shards = [shard_path(config, s) for s in range(config.num_output_shards)]
     created_output_dir = not os.path.exists(config.output_dir)
@@ -443,8 +444,10 @@ def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes
 
     def calls():
         ahead = collections.deque()
+        everything = sorted(config.input_files)
+        numbers = [everything.index(path) for path in files]
         for block in pretraining_corpus.iter_blocks(files, config.input_format, block_bytes,
-                                                    config.utf8_errors, corpus):
+                                                    config.utf8_errors, corpus, numbers):
             read[0] = corpus.bytes
             path = block_path(config, block.index)
             if os.path.exists(path):
@@ -454,14 +457,14 @@ def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes
                 executor.start()
                 tokenize.append(load_tokenizer(config.tokenizer, config.vocab_file,
                                                config.do_lower_case))
-            ahead.append((block.index, threads.submit(tokenize_block, block, config,
-                                                      tokenize[0])))
+            ahead.append((block.index, block.key, threads.submit(tokenize_block, block, config,
+                                                                 tokenize[0])))
             if len(ahead) > 2:
-                index, tokenized = ahead.popleft()
-                yield process_block, (index, *tokenized.result())
+                index, key, tokenized = ahead.popleft()
+                yield process_block, (index, key, *tokenized.result())
         while ahead:
-            index, tokenized = ahead.popleft()
-            yield process_block, (index, *tokenized.result())
+            index, key, tokenized = ahead.popleft()
+            yield process_block, (index, key, *tokenized.result())
 
     def finished(result):
         index, stats = result

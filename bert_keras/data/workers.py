@@ -110,11 +110,16 @@ def tokenize_block(block, config, tokenize):
     return documents, counts
 
 
-def process_block(index, documents, counts):
-    """Phase 1 for one tokenized block (in a worker). Returns (index, the block's statistics)."""
+def process_block(index, key, documents, counts):
+    """Phase 1 for one tokenized block (in a worker). Returns (index, the block's statistics).
+
+    The block's draws are seeded from `key` (file number, block within the file), not from the
+    task, so that the tasks of a cluster together write the instances one task would.
+    """
     config = _WORKER["config"]
     options = config.options
-    seed = [config.random_seed, config.task_index, config.num_tasks, 0, index]
+    # (7, 7) can be no (task, num_tasks) pair of the shard seeds below: the streams stay apart.
+    seed = [config.random_seed, 7, 7, *key]
     batch = pretraining_data.create_instances(documents, options, _WORKER["special"], seed)
     n = len(batch)
     stats = dict(counts)
