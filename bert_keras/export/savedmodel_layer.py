@@ -41,8 +41,6 @@ Example:
 import keras
 import tensorflow as tf
 
-from bert_keras.model.layers.initializers import weight_initializer
-
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 INFERENCE_ENDPOINT = "serve"
 TRAINING_ENDPOINT = "call_training"
@@ -87,7 +85,8 @@ def build_classifier_from_export(encoder_dir, num_classes, seq_length=None, drop
     pooled_output = encoder(inputs)["pooled_output"]  # [batch, hidden]
     pooled_output = keras.layers.Dropout(dropout_rate, name="classifier_dropout")(pooled_output)
     logits = keras.layers.Dense(num_classes, name="classifier",
-                                kernel_initializer=weight_initializer(0.02))(pooled_output)
+                                kernel_initializer=keras.initializers.TruncatedNormal(
+                                    stddev=0.02))(pooled_output)
     model = keras.Model(inputs, logits, name="classifier_from_export")
     model.encoder_layer = encoder
     return model

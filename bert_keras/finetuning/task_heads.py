@@ -26,11 +26,9 @@ TensorShape([2, 3])
 import keras
 from keras import ops
 
-from bert_keras.model.layers.initializers import weight_initializer
-
 
 def _initializer(initializer_range):
-    return weight_initializer(initializer_range)
+    return keras.initializers.TruncatedNormal(stddev=initializer_range)
 
 
 def _dense_weights(prefix, layer):

@@ -3,7 +3,6 @@
 import keras
 from keras import ops
 
-from bert_keras.model.layers.initializers import weight_initializer
 from bert_keras.model.layers.transformer_block import get_activation
 
 
@@ -46,7 +45,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.layer_norm_eps = layer_norm_eps
         self.transform = keras.layers.Dense(
             self.hidden_size, activation=get_activation(hidden_act), name="transform",
-            kernel_initializer=weight_initializer(initializer_range),
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
             dtype=self.dtype_policy)
         self.layer_norm = keras.layers.LayerNormalization(epsilon=layer_norm_eps, name="layer_norm",
                                                           dtype=self.dtype_policy)
@@ -95,7 +94,7 @@ class NextSentenceHead(keras.layers.Layer):
     def build(self, input_shape=None):
         self.output_weights = self.add_weight(
             name="output_weights", shape=(2, self.hidden_size),
-            initializer=weight_initializer(self.initializer_range))
+            initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range))
         self.output_bias = self.add_weight(name="output_bias", shape=(2,), initializer="zeros")
         self.built = True
 

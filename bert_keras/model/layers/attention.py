@@ -5,8 +5,6 @@ import math
 import keras
 from keras import ops
 
-from bert_keras.model.layers.initializers import weight_initializer
-
 # The original adds -10000 to the logits of masked positions; after the float32 softmax
 # their probability is exactly 0.
 _MASK_ADDER = -10000.0
@@ -65,7 +63,7 @@ class SelfAttention(keras.layers.Layer):
         def dense(name):
             return keras.layers.Dense(
                 hidden_size, name=name, dtype=self.dtype_policy,
-                kernel_initializer=weight_initializer(initializer_range))
+                kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
 
         self.query = dense("query")
         self.key = dense("key")

@@ -3,8 +3,6 @@
 import keras
 from keras import ops
 
-from bert_keras.model.layers.initializers import weight_initializer
-
 
 class BertEmbeddings(keras.layers.Layer):
     """Sums word, position and token-type (segment) embeddings, as in the BERT paper (Fig. 2).
@@ -38,7 +36,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
-        initializer = weight_initializer(self.initializer_range)
+        initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
         self.word_embeddings = self.add_weight(
             name="word_embeddings", shape=(self.vocab_size, self.hidden_size), initializer=initializer)
         self.position_embeddings = self.add_weight(

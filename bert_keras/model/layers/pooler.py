@@ -2,8 +2,6 @@
 
 import keras
 
-from bert_keras.model.layers.initializers import weight_initializer
-
 
 class Pooler(keras.layers.Layer):
     """Maps the first token's hidden state to `pooled_output` (tanh(W h_[CLS] + b)).
@@ -26,7 +24,7 @@ class Pooler(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.dense = keras.layers.Dense(
             hidden_size, activation="tanh", name="dense", dtype=self.dtype_policy,
-            kernel_initializer=weight_initializer(initializer_range))
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
 
     def build(self, input_shape=None):
         self.dense.build((None, self.hidden_size))

@@ -3,7 +3,6 @@
 import keras
 
 from bert_keras.model.layers.attention import SelfAttention
-from bert_keras.model.layers.initializers import weight_initializer
 
 
 def get_activation(name):
@@ -55,7 +54,7 @@ class TransformerBlock(keras.layers.Layer):
         self.layer_norm_eps = layer_norm_eps
 
         policy = self.dtype_policy
-        initializer = weight_initializer(initializer_range)
+        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.attention = SelfAttention(num_heads, hidden_size, attention_dropout_rate,
                                        initializer_range, name="attention", dtype=policy)
         self.attention_output = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
