@@ -263,11 +263,6 @@ def inner_optimizer(optimizer):
     return getattr(optimizer, "inner_optimizer", optimizer)
 
 
-def current_learning_rate(optimizer):
-    inner = inner_optimizer(optimizer)
-    return inner.learning_rate
-
-
 def accumulate_gradients(compute_loss, batch, variables, num_micro_batches=1, jit_compile=False):
     """Gradients of `compute_loss` summed over equal slices of `batch`, one slice at a time.
 
@@ -320,6 +315,6 @@ def accumulate_gradients(compute_loss, batch, variables, num_micro_batches=1, ji
 
 
 __all__ = ["WarmupLinearDecay", "AdamWeightDecay", "Lamb", "create_optimizer", "no_decay_variables",
-           "accumulate_gradients", "inner_optimizer", "current_learning_rate",
+           "accumulate_gradients", "inner_optimizer",
            "NO_DECAY_NAME_PARTS", "OPTIMIZER_NAMES", "MIXED_PRECISION_POLICIES", "DTYPES",
            "DTYPE_FLAG_VALUES", "mixed_precision_policy"]

@@ -56,14 +56,6 @@ def whitespace_words(text):
     return [word for word in _SQUAD_WHITESPACE.split(text) if word]
 
 
-def tokenize_text(text, tokenize_word):
-    """Wordpiece ids of a whole text: `tokenize_word` on each whitespace-separated word."""
-    ids = []
-    for word in whitespace_words(text):
-        ids.extend(tokenize_word(word))
-    return ids
-
-
 class WordTokenizer:
     """`tokenize_word(word) -> list[int]` from the in-graph `BertTokenizer`, batched.
 
@@ -149,4 +141,4 @@ def basic_tokenize(text, do_lower_case=True):
 
 
 __all__ = ["WordTokenizer", "as_vocabulary", "whitespace_words", "is_squad_whitespace",
-           "tokenize_text", "basic_tokenize"]
+           "basic_tokenize"]
