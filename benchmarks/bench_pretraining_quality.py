@@ -91,8 +91,8 @@ def write_records(corpus, output_dir, vocab, dupe_factor):
     return os.path.join(output_dir, "*.tfrecord")
 
 
-def read_batches(pattern, vocab, steps, shuffle):
-    """`steps` batches of bert_keras' input pipeline as NumPy dicts (training order if shuffled)."""
+def read_batches(pattern, vocab, steps):
+    """The first `steps` training batches of `run_pretraining`'s input pipeline, as NumPy dicts."""
     import tensorflow as tf
     from bert_keras.pretraining import run as pretraining
     from bert_keras.pretraining import inputs as pretraining_input
@@ -105,34 +105,14 @@ def read_batches(pattern, vocab, steps, shuffle):
     dataset_fn = pretraining_input.make_dataset_fn(
         files, kind, SEQ_LENGTH, PREDICTIONS, BATCH,
         targets=pretraining._target_options(options, Vocabulary.from_file(vocab)),
-        shuffle=shuffle, repeat=shuffle, seed=SEED,
-        shuffle_buffer_size=options.shuffle_buffer_size, drop_remainder=shuffle)
+        shuffle=True, repeat=True, seed=SEED, shuffle_buffer_size=options.shuffle_buffer_size)
     dataset = tf.distribute.get_strategy().distribute_datasets_from_function(dataset_fn)
     batches = []
     for batch in dataset:
         batches.append({name: value.numpy() for name, value in batch.items()})
-        if steps and len(batches) >= steps:
+        if len(batches) >= steps:
             break
     return batches
-
-
-def baselines(train_batches, heldout_batches):
-    """Unigram MLM accuracy (most frequent training masked token) and NSP majority share, held out."""
-    counts = collections.Counter()
-    for batch in train_batches:
-        weights = batch["masked_lm_weights"] > 0
-        counts.update(batch["masked_lm_ids"][weights].tolist())
-    top = counts.most_common(1)[0][0]
-    hits = total = 0
-    labels = []
-    for batch in heldout_batches:
-        weights = batch["masked_lm_weights"] > 0
-        hits += int(np.sum(batch["masked_lm_ids"][weights] == top))
-        total += int(np.sum(weights))
-        labels.extend(batch["next_sentence_labels"].reshape(-1).tolist())
-    majority = max(np.mean(labels), 1 - np.mean(labels))
-    return {"unigram_mlm_accuracy": hits / total, "nsp_majority_share": float(majority),
-            "heldout_masked_tokens": total, "heldout_instances": len(labels)}
 
 
 # ------------------------------------------------------------------------------------- ours
@@ -285,12 +265,15 @@ def main():
     train_corpus, heldout_corpus = write_corpora(args.wikitext_dir, work)
     pattern = write_records(train_corpus, os.path.join(work, "train_records"), vocab, 5)
     heldout_pattern = write_records(heldout_corpus, os.path.join(work, "heldout_records"), vocab, 1)
-    batches = read_batches(pattern, vocab, max(budgets), shuffle=True)
-    heldout_batches = read_batches(heldout_pattern, vocab, 0, shuffle=False)
-    base = baselines(batches, heldout_batches)
+    batches = read_batches(pattern, vocab, max(budgets))
+    from bert_keras.pretraining.baselines import compute_baselines
+    from bert_keras.pretraining.inputs import read_records
+
+    heldout_batches = list(read_records(heldout_pattern, BATCH, SEQ_LENGTH, PREDICTIONS))
+    base = compute_baselines(pattern, heldout_pattern, SEQ_LENGTH, PREDICTIONS)
     vocab_size = sum(1 for _ in open(vocab, encoding="utf-8"))
     print(f"machine: {bench_common.cpu_description()}")
-    print(f"held-out: {base['heldout_instances']} instances, {base['heldout_masked_tokens']} masked "
+    print(f"held-out: {base['eval_instances']} instances, {base['eval_masked_tokens']} masked "
           f"tokens; unigram MLM accuracy {base['unigram_mlm_accuracy']:.3f}, NSP majority share "
           f"{base['nsp_majority_share']:.3f}")
     rows = []

@@ -132,7 +132,8 @@ def resolve_strategy(name="auto", tpu=None, devices=None):
     import tensorflow as tf
     # Physical devices: listing logical ones would initialize TensorFlow's runtime, after which
     # a MultiWorkerMirroredStrategy can no longer configure its collective ops.
-    kind = choose_strategy_kind(name, tpu=tpu, num_gpus=len(tf.config.list_physical_devices("GPU")))
+    num_gpus = len(tf.config.list_physical_devices("GPU"))
+    kind = choose_strategy_kind(name, tpu=tpu, num_gpus=num_gpus)
     if kind == "tpu":
         try:
             strategy = _tpu_strategy(tpu)
@@ -140,8 +141,7 @@ def resolve_strategy(name="auto", tpu=None, devices=None):
             if name == "tpu":
                 raise StrategyError(f"cannot reach a TPU at {tpu or 'local'!r}: {error}") from error
             logging.warning("no TPU reachable (%s); falling back to the devices at hand", error)
-            kind = choose_strategy_kind("auto", num_gpus=len(tf.config.list_physical_devices("GPU")),
-                                        tpu_reachable=False)
+            kind = choose_strategy_kind("auto", num_gpus=num_gpus, tpu_reachable=False)
         else:
             logging.info("TPUStrategy with %d cores", strategy.num_replicas_in_sync)
             return strategy

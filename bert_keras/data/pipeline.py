@@ -40,8 +40,8 @@ import numpy as np
 from bert_keras.data import corpus as pretraining_corpus
 from bert_keras.data import instances as pretraining_data
 from bert_keras.data.workers import (BlockFile, block_path, init_worker, manifest_path,
-                                         merge_shard, process_block, shard_path, stats_path,
-                                         task_prefix, tokenize_block, work_dir, write_atomic)
+                                     merge_shard, process_block, shard_path, stats_path,
+                                     task_prefix, tokenize_block, work_dir, write_atomic)
 from bert_keras.text.vocab import Vocabulary
 
 DEFAULT_TOKENIZER = "bert_keras.data.pipeline:bert_tokenizer"
@@ -444,8 +444,8 @@ def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes
 
     def calls():
         ahead = collections.deque()
-        everything = sorted(config.input_files)
-        numbers = [everything.index(path) for path in files]
+        # `files` are every num_tasks-th of the sorted input from task_index (`task_files`).
+        numbers = range(config.task_index, len(config.input_files), config.num_tasks)
         for block in pretraining_corpus.iter_blocks(files, config.input_format, block_bytes,
                                                     config.utf8_errors, corpus, numbers):
             read[0] = corpus.bytes

@@ -12,7 +12,6 @@ Example:
 
 import tensorflow as tf
 
-NO_CANDIDATE_NULL_ODDS = 1e6
 NEG_INF = -1e30  # the score of impossible choices
 
 
@@ -49,5 +48,5 @@ def label_names(task_config, count):
     return names
 
 
-__all__ = ["TaskExportError", "NO_CANDIDATE_NULL_ODDS", "NEG_INF", "sanitize_utf8", "char_offsets",
+__all__ = ["TaskExportError", "NEG_INF", "sanitize_utf8", "char_offsets",
            "column", "label_names"]

@@ -16,8 +16,8 @@ the official metrics, and write
 
 The same steps by hand, with any Keras workflow in between:
 
->>> from bert_keras import finetuning, finetuning_tasks, load_encoder  # doctest: +SKIP
->>> task = finetuning_tasks.get_task("glue/mrpc", "glue/MRPC", "models/minilm")  # doctest: +SKIP
+>>> from bert_keras import finetuning, load_encoder  # doctest: +SKIP
+>>> task = finetuning.get_task("glue/mrpc", "glue/MRPC", "models/minilm")  # doctest: +SKIP
 >>> train = task.load("train", training=True)  # doctest: +SKIP
 >>> model = task.build_model(load_encoder("models/minilm"))  # doctest: +SKIP
 >>> steps = 3 * math.ceil(train.num_rows / 32)  # doctest: +SKIP

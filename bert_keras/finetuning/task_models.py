@@ -35,7 +35,7 @@ from bert_keras.model import model_dir as model_dir_lib
 from bert_keras.model.config import BertConfig
 from bert_keras.model.encoder import build_encoder, encoder_inputs, load_encoder, INPUT_NAMES
 from bert_keras.finetuning.task_heads import (ClassificationHead, FeatureBasedBiLSTMHead, MultipleChoiceHead,
-                                   SpanHead, TokenTaggingHead)
+                                              SpanHead, TokenTaggingHead)
 
 TASK_PREFIX = "task/"
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from bert_keras.model import model_dir as model_dir_lib
 from bert_keras.model.checkpoint_names import (WeightsError, check_shapes, encoder_weight_shapes,
-                                         pretraining_head_shapes)
+                                               pretraining_head_shapes)
 from bert_keras.model.config import BertConfig
 from bert_keras.text.vocab import Vocabulary
 

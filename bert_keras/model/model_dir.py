@@ -13,7 +13,7 @@ A model directory holds
 Example:
 
 >>> import bert_keras, tempfile
->>> from bert_keras import model_dir
+>>> from bert_keras.model import model_dir
 >>> config = bert_keras.BertConfig.from_preset("tiny", vocab_size=8)  # doctest: +SKIP
 """
 

@@ -35,7 +35,7 @@ import tensorflow as tf
 
 from bert_keras.pretraining import dynamic_masking
 from bert_keras.data.records import (RecordsError, expand_file_pattern, feature_lengths,
-                                            feature_spec)
+                                     feature_spec)
 
 MASKED = "masked"
 UNMASKED = "unmasked"

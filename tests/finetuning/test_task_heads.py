@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from bert_keras.finetuning.task_heads import (ClassificationHead, FeatureBasedBiLSTMHead, MultipleChoiceHead,
-                                   SpanHead, TokenTaggingHead)
+                                              SpanHead, TokenTaggingHead)
 
 RNG = np.random.default_rng(0)
 

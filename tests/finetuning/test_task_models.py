@@ -10,8 +10,8 @@ from bert_keras.model import checkpoint_names, model_dir
 from bert_keras.model.config import BertConfig
 from bert_keras.model.encoder import load_encoder
 from bert_keras.finetuning.task_models import (TaskModelError, build_classifier, build_multiple_choice_model,
-                                    build_span_model, build_token_tagger, load_task_model,
-                                    save_task_model_dir, task_weight_map)
+                                               build_span_model, build_token_tagger, load_task_model,
+                                               save_task_model_dir, task_weight_map)
 from bert_keras.text.vocab import Vocabulary
 from model_fixtures import numpy_bert, random_weights, tiny_vocab_tokens
 

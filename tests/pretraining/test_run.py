@@ -1,7 +1,7 @@
 """Pre-training on the project's own TFRecords of real text: learning, ablations, bad input.
 
 The records are made from the bundled WikiText sample by `pretraining_data.create_instances` and
-`pretraining_records` (see `pretraining_run_fixtures`), with a word-level vocabulary.
+TensorFlow's TFRecord writer (see `pretraining_run_fixtures`), with a word-level vocabulary.
 """
 
 import math
@@ -20,8 +20,8 @@ from bert_keras.model import model_dir
 from bert_keras.pretraining import inputs as pretraining_input
 from bert_keras.model.config import BertConfig
 from bert_keras.pretraining.run import (NonFiniteLossError, PretrainingError, PretrainingOptions,
-                                    build_training_state, evaluate, make_eval_function,
-                                    make_train_function, train)
+                                        build_training_state, evaluate, make_eval_function,
+                                        make_train_function, train)
 from bert_keras.pretraining.losses import masked_lm_sums, metrics_from_sums, next_sentence_sums
 from bert_keras.data.records import RecordsError
 from bert_keras.text.vocab import Vocabulary, VocabularyError

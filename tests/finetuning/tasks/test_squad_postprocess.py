@@ -10,7 +10,7 @@ import pytest
 from bert_keras.metrics import squad_eval
 from bert_keras.finetuning.tasks import squad
 from bert_keras.finetuning.tasks.squad_postprocess import (NO_CANDIDATE_NULL_ODDS, get_final_text,
-                                                postprocess_predictions, write_predictions)
+                                                           postprocess_predictions, write_predictions)
 from reference_tokenization import ReferenceWordTokenizer
 
 GREEK = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
