@@ -37,10 +37,12 @@ def vocab_tokens(paths):
     return list(SPECIAL_TOKENS) + sorted(words - set(SPECIAL_TOKENS))
 
 
-def tiny_model_dir(tmp_path, paths, seed=0, name="init_model"):
-    """A model directory of the "tiny" preset (2 layers, hidden 128) with random weights."""
+def tiny_model_dir(tmp_path, paths, seed=0, name="init_model", causal_attention=False):
+    """A model directory of the "tiny" preset (2 layers, hidden 128) with random weights;
+    `causal_attention=True` makes it a left-to-right model's."""
     tokens = vocab_tokens(paths)
-    config = BertConfig.from_preset("tiny", vocab_size=len(tokens), max_position_embeddings=128)
+    config = BertConfig.from_preset("tiny", vocab_size=len(tokens), max_position_embeddings=128,
+                                    causal_attention=causal_attention)
     keras.utils.set_random_seed(seed)
     encoder = build_encoder(config)
     out = str(tmp_path / name)

@@ -18,6 +18,11 @@ span (SQuAD v1.1 / v2.0)
     answer; for an empty v2.0 answer the null score), `null_odds` float32 [batch] (v2.0: null
     score minus the best non-null score, the quantity compared with
     `null_score_diff_threshold`; 1e6 when no span is possible), `has_answer` bool [batch].
+multiple_choice (SWAG)
+    inputs `sent1`, `sent2` string [batch] and `endings` string [batch, num_choices], the
+    fields of a SWAG CSV row; outputs `logits`, `probabilities` float32 [batch, num_choices]
+    (one score per ending; softmax over the endings), `label_id` int32 [batch] (the index of
+    the best ending).
 token_tagging, feature_based_bilstm (CoNLL-2003 NER)
     input `text` string [batch]; outputs `entity_text`, `entity_label` string
     [batch, max_entities] ("" as padding), `entity_start`, `entity_end` int32
@@ -30,6 +35,9 @@ How text becomes windows, exactly as fine-tuning saw it:
 - Classification packs `[CLS] A [SEP] (B [SEP])`; a pair too long loses wordpieces from the
   end of the currently longer text (the second when equal), as the original
   `_truncate_seq_pair` (`bert_keras.text.truncation`).
+- Multiple choice pairs `sent1` with `sent2 + " " + ending<k>` as SWAG fine-tuning does
+  (`bert_keras.finetuning.tasks.swag.choice_texts`), each pair packed and truncated as
+  classification's.
 - SQuAD follows the original `run_squad.py`: the question cut to `max_query_length`
   wordpieces, windows over the context wordpieces `doc_stride` apart, each start token
   considered only in the window where it has the most context, start and end among the
@@ -61,6 +69,7 @@ import tensorflow as tf
 
 from bert_keras.export.classification_serving import ClassificationServing
 from bert_keras.export.encoder_export import _Exportable, dtype_policy
+from bert_keras.export.multiple_choice_serving import MultipleChoiceServing
 from bert_keras.export.ner_serving import NerServing
 from bert_keras.export.raw_text import TaskExportError
 from bert_keras.export.squad_serving import SquadServing
@@ -70,12 +79,14 @@ logger = logging.getLogger("bert_keras.export")
 
 # head kind of task_config.json -> serving kind
 SERVING_KINDS = {"classification": "classification", "regression": "regression",
-                 "span": "squad", "token_tagging": "ner", "feature_based_bilstm": "ner"}
+                 "multiple_choice": "multiple_choice", "span": "squad", "token_tagging": "ner",
+                 "feature_based_bilstm": "ner"}
 DEFAULT_MAX_WINDOWS = 32
 
 
 # ------------------------------------------------------------------------------ the module
-class TaskModule(ClassificationServing, SquadServing, NerServing, _Exportable):
+class TaskModule(ClassificationServing, MultipleChoiceServing, SquadServing, NerServing,
+                 _Exportable):
     """The raw-text task model: tokenizer + fine-tuned Keras model + post-processing.
 
     Callable in memory through `serving_default(...)` (keyword string tensors) exactly as after
@@ -107,7 +118,8 @@ class TaskModule(ClassificationServing, SquadServing, NerServing, _Exportable):
         self._cls = int(special_ids["start_of_sequence_id"])
         self._sep = int(special_ids["end_of_segment_id"])
         self._pad = int(special_ids["padding_id"])
-        minimum = {"classification": 4, "regression": 4, "squad": 5, "ner": 3}[self.kind]
+        minimum = {"classification": 4, "regression": 4, "multiple_choice": 4, "squad": 5,
+                   "ner": 3}[self.kind]
         if self._seq_length < minimum:
             raise TaskExportError(f"seq_length {seq_length} is too short for {self.kind}")
 
@@ -118,6 +130,8 @@ class TaskModule(ClassificationServing, SquadServing, NerServing, _Exportable):
 
         if self.kind in ("classification", "regression"):
             self._build_classification()
+        elif self.kind == "multiple_choice":
+            self._build_multiple_choice()
         elif self.kind == "squad":
             self._build_squad()
         else:

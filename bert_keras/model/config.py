@@ -40,7 +40,10 @@ class BertConfig:
     """Hyper-parameters of a BERT encoder, named as in the original `bert_config.json`.
 
     `layer_norm_eps` is not in the original file (which hard-codes 1e-12); it is written and
-    read alongside the original fields.
+    read alongside the original fields. Neither is `causal_attention`: True for a model
+    pre-trained left to right (the paper's "LTR & No NSP" ablation, where each position attends
+    only to itself and earlier positions), so that every step that builds its encoder (loading,
+    fine-tuning, export) keeps the mask it was trained with; a file without it is bidirectional.
     """
 
     vocab_size: int = 30522
@@ -55,6 +58,7 @@ class BertConfig:
     type_vocab_size: int = 2
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
+    causal_attention: bool = False
 
     def __post_init__(self):
         self.validate()
@@ -77,6 +81,9 @@ class BertConfig:
             value = getattr(self, field)
             if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
                 raise ConfigError(f"{source}: field '{field}' must be in [0, 1), got {value!r}")
+        if not isinstance(self.causal_attention, bool):
+            raise ConfigError(f"{source}: field 'causal_attention' must be true or false, got "
+                              f"{self.causal_attention!r}")
 
     @property
     def head_size(self):

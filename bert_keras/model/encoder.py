@@ -34,7 +34,7 @@ def encoder_inputs(seq_length=None):
     return {name: keras.Input(shape=(seq_length,), dtype="int32", name=name) for name in INPUT_NAMES}
 
 
-def build_encoder(config, causal=False, dtype=None, name="bert_encoder"):
+def build_encoder(config, causal=None, dtype=None, name="bert_encoder"):
     """Builds the BERT encoder for a `BertConfig`, randomly initialized.
 
     Inputs (dict of int32 [batch, seq_length]): `input_word_ids`, `input_mask` (1 = real token),
@@ -44,7 +44,8 @@ def build_encoder(config, causal=False, dtype=None, name="bert_encoder"):
 
     Args:
       config: a `BertConfig`.
-      causal: attend only to earlier positions (the paper's left-to-right ablation).
+      causal: attend only to earlier positions (the paper's left-to-right ablation); None
+        (default): the config's `causal_attention`.
       dtype: a Keras dtype policy name, e.g. "mixed_bfloat16"; default the global policy.
 
     Example:
@@ -57,6 +58,8 @@ def build_encoder(config, causal=False, dtype=None, name="bert_encoder"):
     >>> outputs["sequence_output"].shape, outputs["pooled_output"].shape, len(outputs["encoder_outputs"])
     (TensorShape([1, 4, 128]), TensorShape([1, 128]), 2)
     """
+    if causal is None:
+        causal = config.causal_attention
     inputs = encoder_inputs()
     embeddings = BertEmbeddings(
         vocab_size=config.vocab_size, hidden_size=config.hidden_size,
@@ -86,8 +89,11 @@ def build_encoder(config, causal=False, dtype=None, name="bert_encoder"):
     return keras.Model(inputs, outputs, name=name)
 
 
-def load_encoder(model_dir, causal=False, dtype=None):
+def load_encoder(model_dir, causal=None, dtype=None):
     """Builds the encoder of a model directory and loads its weights.
+
+    The attention is causal when the directory's `bert_config.json` says `causal_attention`
+    (a model pre-trained left to right, and what is fine-tuned from it); `causal` overrides it.
 
     Raises `WeightsError` naming the file and variable when a weight is missing or has the
     wrong shape, and `VocabularyError` when `vocab.txt` does not match `vocab_size`.

@@ -2,7 +2,9 @@
 
 A model directory holds
 
-- `bert_config.json`: the original BERT config fields (see `BertConfig`);
+- `bert_config.json`: the original BERT config fields (see `BertConfig`), plus
+  `layer_norm_eps` and `causal_attention` (true for a left-to-right model: every encoder built
+  from the directory then attends only to earlier positions);
 - `vocab.txt`: the WordPiece vocabulary, one token per line;
 - `tokenizer_config.json`: `{"do_lower_case": true|false}`, the casing the vocabulary needs;
 - `model.safetensors`: the weights, named with the original BERT checkpoint names
@@ -30,6 +32,8 @@ VOCAB_NAME = "vocab.txt"
 TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
 WEIGHTS_NAME = "model.safetensors"
 TASK_CONFIG_NAME = "task_config.json"
+# Written by pre-training (`bert_keras.pretraining.run`): the options of the run.
+PRETRAINING_OPTIONS_NAME = "pretraining_options.json"
 
 
 class ModelDirError(ValueError):
@@ -44,8 +48,30 @@ def _require(model_dir, name):
 
 
 def read_config(model_dir):
-    """The `BertConfig` of a model directory."""
-    return BertConfig.from_json_file(_require(model_dir, CONFIG_NAME))
+    """The `BertConfig` of a model directory.
+
+    A directory pre-trained left to right before `bert_config.json` had `causal_attention`
+    says so only in `pretraining_options.json` (`"left_to_right": true`); it is read as causal.
+    """
+    path = _require(model_dir, CONFIG_NAME)
+    config = BertConfig.from_json_file(path)
+    with open(path, encoding="utf-8") as f:
+        has_field = "causal_attention" in json.load(f)
+    if not has_field and _pretrained_left_to_right(model_dir):
+        config.causal_attention = True
+    return config
+
+
+def _pretrained_left_to_right(model_dir):
+    path = os.path.join(model_dir, PRETRAINING_OPTIONS_NAME)
+    if not os.path.exists(path):
+        return False
+    try:
+        with open(path, encoding="utf-8") as f:
+            options = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ModelDirError(f"{path}: malformed JSON ({error})") from error
+    return isinstance(options, dict) and options.get("left_to_right") is True
 
 
 def read_do_lower_case(model_dir):
@@ -131,6 +157,7 @@ def write_model_dir(output_dir, config, vocab, do_lower_case, weights, task_conf
 
 __all__ = [
     "CONFIG_NAME", "VOCAB_NAME", "TOKENIZER_CONFIG_NAME", "WEIGHTS_NAME", "TASK_CONFIG_NAME",
+    "PRETRAINING_OPTIONS_NAME",
     "ModelDirError", "ConfigError", "read_config", "read_do_lower_case", "read_vocab", "vocab_path",
     "read_task_config", "read_weights", "write_model_dir",
 ]

@@ -7,13 +7,14 @@ from bert_keras.model.encoder import build_encoder, encoder_inputs
 from bert_keras.model.pretraining_heads import MaskedLMHead, NextSentenceHead
 
 
-def build_pretraining_model(config, encoder=None, causal=False, next_sentence=True, dtype=None):
+def build_pretraining_model(config, encoder=None, causal=None, next_sentence=True, dtype=None):
     """The pre-training model on top of an encoder.
 
     Inputs: the encoder's three int32 [batch, seq_length] inputs and `masked_lm_positions`
     int32 [batch, max_predictions_per_seq].
     Outputs: `mlm_logits` float32 [batch, max_predictions_per_seq, vocab_size] and, unless
     `next_sentence=False` (the paper's "No NSP" ablation), `next_sentence_logits` float32 [batch, 2].
+    `causal`: the encoder's attention mask (see `build_encoder`; None: the config's).
 
     Example:
 
@@ -51,7 +52,7 @@ def pretraining_weight_map(model):
     return names
 
 
-def load_pretraining_model(model_dir, causal=False, next_sentence=True, dtype=None,
+def load_pretraining_model(model_dir, causal=None, next_sentence=True, dtype=None,
                            require_heads=False):
     """Builds the pre-training model of a model directory and loads every weight it holds.
 

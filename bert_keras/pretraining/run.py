@@ -56,7 +56,7 @@ from bert_keras.text.vocab import Vocabulary
 
 CHECKPOINTS_DIR = "checkpoints"
 RUN_FILE = "run.json"
-OPTIONS_FILE = "pretraining_options.json"
+OPTIONS_FILE = model_dir_lib.PRETRAINING_OPTIONS_NAME
 EVAL_RESULTS_FILE = "eval_results.txt"
 MODES = ("train", "eval", "export")
 
@@ -178,7 +178,23 @@ def _read_vocab(path):
 
 
 def resolve_model_setup(options):
-    """The config, vocabulary and initial weights of a run (see `PretrainingOptions.config`)."""
+    """The config, vocabulary and initial weights of a run (see `PretrainingOptions.config`).
+
+    The config's `causal_attention` is the run's `left_to_right`: the model directory then
+    tells every later step (loading, fine-tuning, export) which attention mask the model has.
+    """
+    setup = _read_model_setup(options)
+    if setup.config.causal_attention != options.left_to_right:
+        if options.init_model_dir:
+            directions = {True: "left to right (causal attention)", False: "bidirectionally"}
+            logging.warning("%s was pre-trained %s; this run trains it %s", options.init_model_dir,
+                            directions[setup.config.causal_attention],
+                            directions[options.left_to_right])
+        setup.config = dataclasses.replace(setup.config, causal_attention=options.left_to_right)
+    return setup
+
+
+def _read_model_setup(options):
     out = options.output_dir
     if options.init_model_dir:
         config = model_dir_lib.read_config(options.init_model_dir)
@@ -234,7 +250,7 @@ def check_output_dir(options, config):
                                f"(no {RUN_FILE}); refusing to overwrite them: choose another output_dir")
     if latest:
         with tf.io.gfile.GFile(run_path) as f:
-            previous = json.load(f)
+            previous = _with_causal_attention(json.load(f))
         current = _run_record(options, config)
         different = [name for name in _STRUCTURAL if previous.get(name) != current[name]]
         if different:
@@ -253,13 +269,22 @@ def check_output_dir(options, config):
         raise PretrainingError(f"{out} already holds a model ({model_dir_lib.WEIGHTS_NAME}) and no "
                                "training checkpoint; refusing to overwrite it: choose another output_dir")
     if tf.io.gfile.exists(config_path):
-        existing = BertConfig.from_json_file(config_path)
+        existing = model_dir_lib.read_config(out)
         if existing.to_dict() != config.to_dict():
             raise PretrainingError(
                 f"{config_path} holds a different config "
                 f"({_describe_difference('bert_config', existing.to_dict(), config.to_dict())}); "
                 "refusing to overwrite it: choose another output_dir")
     return None
+
+
+def _with_causal_attention(run_record):
+    """A run.json record with `causal_attention` in its config (older records lack it)."""
+    config = run_record.get("bert_config")
+    if isinstance(config, dict) and "causal_attention" not in config:
+        run_record = dict(run_record, bert_config=dict(
+            config, causal_attention=bool(run_record.get("left_to_right", False))))
+    return run_record
 
 
 def _describe_difference(name, old, new):
@@ -472,7 +497,7 @@ def _state_for_inference(options, strategy, setup):
     run_path = os.path.join(checkpoints, RUN_FILE)
     if latest and tf.io.gfile.exists(run_path):
         with tf.io.gfile.GFile(run_path) as f:
-            saved = json.load(f).get("bert_config")
+            saved = _with_causal_attention(json.load(f)).get("bert_config")
         if saved != setup.config.to_dict():
             raise PretrainingError(f"{latest} holds a model of another config "
                                    f"({_describe_difference('bert_config', saved, setup.config.to_dict())})")

@@ -231,3 +231,97 @@ def test_unknown_dtype_is_a_clear_error(exports):
 
     with pytest.raises(ValueError, match="float32"):
         encoder_export.dtype_policy("float16")
+
+
+# ------------------------------------------------------------- a left-to-right model's exports
+_CAUSAL_CHILD = '''
+def feed(ids):
+    return {"input_word_ids": tf.constant(ids), "input_mask": tf.ones_like(ids),
+            "input_type_ids": tf.zeros_like(ids)}
+
+changed = IDS.copy()
+changed[0, 6] = 5 if IDS[0, 6] != 5 else 6
+for name, path in ENCODERS.items():
+    obj = tf.saved_model.load(path)
+    before, after = (obj(feed(x))["sequence_output"].numpy() for x in (IDS, changed))
+    results[name] = {"earlier": np.abs(before[0, :6] - after[0, :6]).max(),
+                     "later": np.abs(before[0, 6:] - after[0, 6:]).max()}
+    if hasattr(obj, "mlm"):
+        positions = tf.constant([[1, 4, 7]])
+        before, after = (obj.mlm(dict(feed(x), masked_lm_positions=positions))["mlm_logits"].numpy()
+                         for x in (IDS, changed))
+        results[name]["mlm_earlier"] = np.abs(before[0, :2] - after[0, :2]).max()
+        results[name]["mlm_later"] = np.abs(before[0, 2] - after[0, 2]).max()
+for name, path in TASKS.items():
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    probabilities = serve(text_a=tf.constant(TEXT_A), text_b=tf.constant(TEXT_B))["probabilities"]
+    results[name] = np.abs(probabilities.numpy() - probabilities.numpy()[:1]).max()
+'''
+
+
+def _bidirectional_copy(source, destination):
+    """The same directory (weights, vocabulary, head) with a bidirectional config."""
+    import dataclasses
+    import shutil
+
+    from bert_keras.model import model_dir
+
+    shutil.copytree(source, destination)
+    config = dataclasses.replace(model_dir.read_config(source), causal_attention=False)
+    config.to_json_file(os.path.join(destination, model_dir.CONFIG_NAME))
+    return str(destination)
+
+
+@pytest.fixture(scope="module")
+def causal_exports(tmp_path_factory):
+    """A left-to-right pre-trained directory, fine-tuned on MRPC; their encoder and task exports,
+    and those of bidirectional twins (the same weights without `causal_attention`)."""
+    from bert_keras.export import encoder_export, task_export
+    from bert_keras.finetuning.run import run_finetuning
+    from bert_keras.model import checkpoint_names, model_dir
+    from bert_keras.text.vocab import Vocabulary
+    from finetuning_fixtures import data_dir, fixture, read_lines, vocab_tokens
+    from model_fixtures import random_weights
+
+    root = tmp_path_factory.mktemp("causal_export")
+    dev = fixture("glue", "MRPC", "dev.tsv")
+    tokens = vocab_tokens([dev])
+    config = tiny_config(len(tokens), causal_attention=True)
+    shapes = dict(checkpoint_names.encoder_weight_shapes(config),
+                  **checkpoint_names.pretraining_head_shapes(config))
+    # Weights larger than the initializer's, so that [CLS] depends clearly on the other tokens.
+    pretrained = str(root / "pretrained")
+    model_dir.write_model_dir(pretrained, config, Vocabulary(tokens), True,
+                              random_weights(shapes, seed=5, scale=0.2))
+    finetuned = str(root / "finetuned")
+    run_finetuning("glue/mrpc", data_dir(root, {"train.tsv": dev, "dev.tsv": dev}), pretrained,
+                   finetuned, learning_rate=1e-3, train_batch_size=3, num_train_epochs=1,
+                   max_seq_length=32, verbose=0, save_checkpoints=False)
+    encoders = {"pretrained": pretrained, "finetuned": finetuned,
+                "pretrained_bidirectional": _bidirectional_copy(pretrained, root / "pretrained_bi")}
+    tasks = {"task": finetuned, "task_bidirectional": _bidirectional_copy(finetuned, root / "ft_bi")}
+    paths = {}
+    for name, source in encoders.items():
+        paths[name] = encoder_export.export_encoder_from_model_dir(source, str(root / f"{name}_export"))
+    for name, source in tasks.items():
+        paths[name] = task_export.export_task_from_model_dir(source, str(root / f"{name}_export"))
+    rows = [line.split("\t") for line in read_lines(dev)[1:]]
+    ids = np.random.default_rng(0).integers(5, len(tokens), size=(1, 8)).astype(np.int32)
+    return run_fresh(_CAUSAL_CHILD, IDS=ids, ENCODERS={name: paths[name] for name in encoders},
+                     TASKS={name: paths[name] for name in tasks},
+                     TEXT_A=[row[3] for row in rows], TEXT_B=[row[4] for row in rows])
+
+
+def test_a_left_to_right_model_exports_causal_savedmodels(causal_exports):
+    """A later token changes no earlier position in any export of a causal model directory."""
+    for name in ("pretrained", "finetuned"):
+        assert causal_exports[name]["earlier"] < 1e-6, name
+        assert causal_exports[name]["later"] > 1e-4, name
+    assert causal_exports["pretrained"]["mlm_earlier"] < 1e-6
+    assert causal_exports["pretrained"]["mlm_later"] > 1e-4
+    # The same weights exported bidirectionally: earlier positions see the change.
+    assert causal_exports["pretrained_bidirectional"]["earlier"] > 1e-4
+    # A raw-text classifier reads [CLS], the first position: causal, it sees only itself, so
+    # every pair gets the same probabilities; the bidirectional twin's differ between pairs.
+    assert causal_exports["task"] < 1e-6
+    assert causal_exports["task_bidirectional"] > 1e-4

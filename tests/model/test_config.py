@@ -78,3 +78,18 @@ def test_missing_field_and_bad_model_type(tmp_path):
     path.write_text(json.dumps(dict(BertConfig().to_dict(), model_type="roberta")))
     with pytest.raises(ConfigError, match="model_type is 'roberta'"):
         BertConfig.from_hf_config(str(path))
+
+
+def test_causal_attention_is_written_and_defaults_to_bidirectional(tmp_path):
+    path = tmp_path / "bert_config.json"
+    BertConfig.from_preset("tiny", causal_attention=True).to_json_file(str(path))
+    assert json.loads(path.read_text())["causal_attention"] is True
+    assert BertConfig.from_json_file(str(path)).causal_attention is True
+    # The original files (and this project's older ones) have no such field: bidirectional.
+    values = BertConfig.from_preset("tiny").to_dict()
+    del values["causal_attention"]
+    path.write_text(json.dumps(values))
+    assert BertConfig.from_json_file(str(path)).causal_attention is False
+    path.write_text(json.dumps(dict(values, causal_attention="yes")))
+    with pytest.raises(ConfigError, match="'causal_attention' must be true or false"):
+        BertConfig.from_json_file(str(path))

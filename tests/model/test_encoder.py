@@ -1,13 +1,19 @@
 """The encoder against an independent NumPy BERT, on random and on real (MiniLM) weights."""
 
+import dataclasses
+import json
+import os
+
 import numpy as np
 import pytest
 
 import bert_keras
 from bert_keras.model import checkpoint_names, convert
+from bert_keras.model import model_dir as model_dir_lib
 from bert_keras.model.config import BertConfig
 from bert_keras.model.layers import BertEmbeddings, Pooler, SelfAttention, TransformerBlock
-from model_fixtures import minilm_hf_dir, numpy_bert, random_weights
+from bert_keras.text.vocab import Vocabulary
+from model_fixtures import minilm_hf_dir, numpy_bert, random_weights, tiny_vocab_tokens
 
 
 def _batch_with_padding(vocab_size, lengths, seq_length, seed=0, pairs=True):
@@ -90,6 +96,62 @@ def test_causal_mask_hides_later_positions():
     after = _run(encoder, changed, mask, types)["sequence_output"].numpy()
     np.testing.assert_allclose(before[:, :6], after[:, :6], atol=1e-6)
     assert np.abs(before[:, 6:] - after[:, 6:]).max() > 1e-4
+
+
+def _earlier_positions_change(encoder, vocab_size, seq_length=8, changed_position=6):
+    """Max change of sequence_output before `changed_position` when only that token changes."""
+    ids, mask, types = _batch_with_padding(vocab_size, [seq_length], seq_length=seq_length)
+    changed = ids.copy()
+    changed[0, changed_position] = 9 if ids[0, changed_position] != 9 else 10
+    before = _run(encoder, ids, mask, types)["sequence_output"].numpy()
+    after = _run(encoder, changed, mask, types)["sequence_output"].numpy()
+    assert np.abs(before[:, changed_position:] - after[:, changed_position:]).max() > 1e-4
+    return np.abs(before[:, :changed_position] - after[:, :changed_position]).max()
+
+
+def _write_encoder_dir(path, config, encoder_weights):
+    model_dir_lib.write_model_dir(str(path), config, Vocabulary(tiny_vocab_tokens(config.vocab_size)),
+                              True, encoder_weights)
+    return str(path)
+
+
+def test_a_causal_model_directory_loads_causal(tmp_path):
+    """`causal_attention` in bert_config.json decides the mask of `load_encoder`."""
+    config = BertConfig.from_preset("tiny", vocab_size=40, causal_attention=True)
+    weights = random_weights(checkpoint_names.encoder_weight_shapes(config), seed=2, scale=0.2)
+    causal_dir = _write_encoder_dir(tmp_path / "causal", config, weights)
+    bidirectional = dataclasses.replace(config, causal_attention=False)
+    bidirectional_dir = _write_encoder_dir(tmp_path / "bidirectional", bidirectional, weights)
+
+    assert _earlier_positions_change(bert_keras.load_encoder(causal_dir), 40) < 1e-6
+    # The same weights without the flag: earlier positions see the change, so the check can fail.
+    assert _earlier_positions_change(bert_keras.load_encoder(bidirectional_dir), 40) > 1e-4
+    # An explicit `causal` still overrides the directory.
+    assert _earlier_positions_change(bert_keras.load_encoder(causal_dir, causal=False), 40) > 1e-4
+    # The pre-training model of the directory (the heads left fresh) shares the mask.
+    pretraining = bert_keras.load_pretraining_model(causal_dir)
+    assert _earlier_positions_change(pretraining.encoder, 40) < 1e-6
+
+
+def test_an_older_left_to_right_directory_is_read_as_causal(tmp_path):
+    """Before the field, pre-training wrote left_to_right only in pretraining_options.json."""
+    config = BertConfig.from_preset("tiny", vocab_size=40)
+    weights = random_weights(checkpoint_names.encoder_weight_shapes(config), seed=2, scale=0.2)
+    path = _write_encoder_dir(tmp_path / "ltr", config, weights)
+    with open(os.path.join(path, model_dir_lib.CONFIG_NAME)) as f:
+        values = json.load(f)
+    del values["causal_attention"]
+    with open(os.path.join(path, model_dir_lib.CONFIG_NAME), "w") as f:
+        json.dump(values, f)
+    assert model_dir_lib.read_config(path).causal_attention is False
+    with open(os.path.join(path, model_dir_lib.PRETRAINING_OPTIONS_NAME), "w") as f:
+        json.dump({"left_to_right": True, "next_sentence": True}, f)
+    assert model_dir_lib.read_config(path).causal_attention is True
+    assert _earlier_positions_change(bert_keras.load_encoder(path), 40) < 1e-6
+    # A written field wins over the options file.
+    with open(os.path.join(path, model_dir_lib.CONFIG_NAME), "w") as f:
+        json.dump(dict(values, causal_attention=False), f)
+    assert model_dir_lib.read_config(path).causal_attention is False
 
 
 @pytest.mark.parametrize("layer", [

@@ -4,6 +4,7 @@ The records are made from the bundled WikiText sample by `pretraining_data.creat
 TensorFlow's TFRecord writer (see `pretraining_run_fixtures`), with a word-level vocabulary.
 """
 
+import json
 import math
 import os
 import shutil
@@ -179,7 +180,9 @@ def test_no_nsp_trains_masked_lm_only(corpus, tmp_path):
 def test_left_to_right_predicts_the_next_token_under_a_causal_mask(corpus, tmp_path):
     metrics = train(make_options(corpus, tmp_path, left_to_right=True))
     assert "next_sentence_accuracy" not in metrics and math.isfinite(metrics["loss"])
-    encoder = bert_keras.load_encoder(str(tmp_path), causal=True)
+    # The model directory says it is causal: it loads (and fine-tunes, exports) with its mask.
+    assert model_dir.read_config(str(tmp_path)).causal_attention is True
+    encoder = bert_keras.load_encoder(str(tmp_path))
     ids = np.array([[2, 10, 11, 12, 13, 3]], np.int32)
     changed = ids.copy()
     changed[0, 4] = 50
@@ -191,6 +194,21 @@ def test_left_to_right_predicts_the_next_token_under_a_causal_mask(corpus, tmp_p
     results = evaluate(make_options(corpus, tmp_path, config=None, vocab_file=None, mode="eval",
                                     left_to_right=True, input_files=corpus.heldout))
     assert results["masked_lm_accuracy"] > 0 and "next_sentence_accuracy" not in results
+
+    # A run begun before bert_config.json had causal_attention (neither it nor run.json has the
+    # field; pretraining_options.json says left_to_right) resumes, and its directory gets it.
+    for name in ("bert_config.json", os.path.join("checkpoints", "run.json")):
+        path = os.path.join(str(tmp_path), name)
+        with open(path) as f:
+            values = json.load(f)
+        values.get("bert_config", values).pop("causal_attention")
+        with open(path, "w") as f:
+            json.dump(values, f)
+    resumed = train(make_options(corpus, tmp_path, config=None, vocab_file=None,
+                                 left_to_right=True, num_train_steps=30))
+    assert resumed["step"] == 30
+    with open(os.path.join(str(tmp_path), "bert_config.json")) as f:
+        assert json.load(f)["causal_attention"] is True
 
 
 def test_dynamic_masking_trains_from_unmasked_records(corpus, tmp_path):

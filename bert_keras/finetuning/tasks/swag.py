@@ -2,8 +2,9 @@
 
 Header: `,video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,
 label` (test.csv has no `label`). As in the BERT paper, each example gives four sentence pairs: the
-context `sent1` as sentence A and `sent2 + " " + ending<k>` as sentence B; the label (0-3) is
-the right ending. Scored with accuracy (`bert_keras.metrics.classification.accuracy`).
+context `sent1` as sentence A and `sent2 + " " + ending<k>` as sentence B (`choice_texts`, which
+the raw-text export `bert_keras.export.multiple_choice_serving` runs in its graph too); the label
+(0-3) is the right ending. Scored with accuracy (`bert_keras.metrics.classification.accuracy`).
 
 Example:
 
@@ -81,20 +82,34 @@ def read_swag_examples(path):
                     raise DataFormatError(f"{path}: line {line}: label {text!r} is not 0, 1, 2 "
                                           "or 3")
                 label = int(text)
-            sent2 = row[column["sent2"]]
-            endings = [_join(sent2, row[column[f"ending{k}"]]) for k in range(NUM_CHOICES)]
+            endings = choice_texts(
+                np.asarray(row[column["sent2"]], dtype=object),
+                np.asarray([row[column[f"ending{k}"]] for k in range(NUM_CHOICES)], dtype=object))
             examples.append(SwagExample(example_id=row[id_column] or f"line-{line}",
-                                        context=row[column["sent1"]], endings=endings,
+                                        context=row[column["sent1"]], endings=endings.tolist(),
                                         label=label))
     return examples
 
 
-def _join(start, ending):
-    if not start:
-        return ending
-    if not ending:
-        return start
-    return start + " " + ending
+def choice_texts(sent2, endings, xp=np):
+    """Sentence B of each choice: `sent2 + " " + ending`, or whichever of the two is not empty.
+
+    Args:
+      sent2: the start of the next sentence, e.g. a 0-d object array [] or a tf.string [batch, 1].
+      endings: the endings, broadcasting with `sent2`, e.g. object [num_choices] or tf.string
+        [batch, num_choices].
+      xp: `np` for object arrays of Python strings, `tf` for string tensors (in a graph).
+    Returns:
+      The joined texts, the broadcast shape (object array or tf.string).
+
+    Example:
+
+    >>> choice_texts(np.asarray("She", dtype=object),
+    ...              np.asarray(["eats.", "", "runs."], dtype=object)).tolist()
+    ['She eats.', 'She', 'She runs.']
+    """
+    joined = xp.where(endings == "", sent2, sent2 + " " + endings)
+    return xp.where(sent2 == "", endings, joined)
 
 
 def examples_to_arrays(examples):
