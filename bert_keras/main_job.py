@@ -1,19 +1,30 @@
-"""The main job: raw text to a pre-trained, exported and reloaded BERT, in one command.
+"""The main job: raw text to a pre-trained, fine-tuned, exported and served BERT, in one command.
 
 Stages, each a library function of this package, each leaving its output under `work_dir`:
 
-1. vocab      raw text -> `vocab/vocab.txt` (WordPiece, `bert_keras.text.vocab_builder`)
-2. data       raw text -> `data/train/*.tfrecord`, `data/heldout/*.tfrecord`
-              (`bert_keras.data.pipeline`, the original masking and next-sentence algorithm)
-3. pretrain   TFRecords -> `model/` (a model directory; `bert_keras.pretraining.run`)
-4. evaluate   MLM and NSP accuracy on the held-out records
-5. export     `model/` -> `export/preprocessor`, `export/encoder` (SavedModels, `bert_keras.export`)
-6. demo       reloads both SavedModels with `tf.saved_model.load` and prints the top-5 tokens the
-              model predicts for each [MASK] of a few sentences.
+1. vocab          raw text -> `vocab/vocab.txt` (WordPiece, `bert_keras.text.vocab_builder`)
+2. data           raw text -> `data/train/*.tfrecord`, `data/heldout/*.tfrecord`
+                  (`bert_keras.data.pipeline`, the original masking and next-sentence algorithm)
+3. pretrain       TFRecords -> `model/` (a model directory; `bert_keras.pretraining.run`)
+4. evaluate       MLM and NSP accuracy on the held-out records, next to the baselines of always
+                  answering the most frequent token and the majority label
+5. finetune       `model/` fine-tuned on a sentence classification task (by default 8,000 SST-2
+                  training sentences bundled in `bert_keras/data/sst2`) -> `finetuned/`, scored
+                  on the task's dev set (`bert_keras.finetuning.run`)
+6. from_scratch   the same architecture, task and budget from random initialization ->
+                  `finetuned_from_scratch/`: what pre-training is worth, in one number
+7. export         `model/` -> `export/preprocessor`, `export/encoder`; `finetuned/` ->
+                  `export/classifier`, a raw-text classifier (SavedModels, `bert_keras.export`)
+8. demo           a fresh Python process that imports only TensorFlow and tensorflow-text
+                  (`bert_keras/export/serving_demo.py`) reloads the SavedModels with
+                  `tf.saved_model.load`, prints the top-5 tokens the model predicts for each
+                  [MASK] of a few sentences and classifies a few raw sentences.
 
 A finished stage writes `stages/<name>.json`; a rerun skips finished stages and continues an
-interrupted pre-training from its last checkpoint. By default the job runs on the WikiText-2
-sample bundled in `bert_keras/data` (CC BY-SA 3.0).
+interrupted pre-training or fine-tuning from its last checkpoint. At the end the job writes
+`results.json`: the held-out pre-training accuracies and their baselines, both fine-tuning dev
+accuracies, and the seconds of every stage. By default the job runs on the WikiText-2 sample
+bundled in `bert_keras/data` (CC BY-SA 3.0).
 
 Example:
 
@@ -33,6 +44,9 @@ from bert_keras.model.config import write_text_atomic
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 DEFAULT_TRAIN_FILE = os.path.join(DATA_DIR, "wikitext_train.txt")
 DEFAULT_HELDOUT_FILE = os.path.join(DATA_DIR, "wikitext_heldout.txt")
+DEFAULT_FINETUNE_DATA_DIR = os.path.join(DATA_DIR, "sst2")
+SERVING_DEMO_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "export",
+                                   "serving_demo.py")
 
 # Sentences in the style of the bundled corpus (word-tokenized WikiText); [MASK] marks a word
 # to predict.
@@ -44,7 +58,20 @@ DEFAULT_SENTENCES = (
     "In 1914 , the war [MASK] out in Europe .",
 )
 
-STAGES = ("vocab", "data", "pretrain", "evaluate", "export", "demo")
+# Movie-review sentences in the style of SST-2 (lower-cased, word-tokenized) for the classifier.
+DEFAULT_CLASSIFY_SENTENCES = (
+    "a charming , funny and moving film .",
+    "the plot is a mess and the acting is even worse .",
+    "one of the best films of the year .",
+    "a dull , tedious waste of two hours .",
+)
+# SST-2's labels are "0" and "1"; what they mean, for the printout.
+LABEL_MEANINGS = {"glue/sst2": {"0": "negative", "1": "positive"},
+                  "glue/cola": {"0": "unacceptable", "1": "acceptable"}}
+SINGLE_SENTENCE_TASKS = tuple(LABEL_MEANINGS)
+
+STAGES = ("vocab", "data", "pretrain", "evaluate", "finetune", "from_scratch", "export", "demo")
+RESULTS_NAME = "results.json"
 
 
 @dataclasses.dataclass
@@ -63,7 +90,7 @@ class MainJobOptions:
     masked_lm_prob: float = 0.15
     dupe_factor: int = 10
     train_batch_size: int = 128
-    num_train_steps: int = 3000
+    num_train_steps: int = 1200
     learning_rate: float = 1e-3
     warmup_fraction: float = 0.05
     save_checkpoints_steps: int = 500
@@ -73,6 +100,14 @@ class MainJobOptions:
     num_workers: int = 0
     random_seed: int = 12345
     sentences: tuple = DEFAULT_SENTENCES
+    finetune_task: str = "glue/sst2"
+    finetune_data_dir: str = DEFAULT_FINETUNE_DATA_DIR
+    finetune_seq_length: int = 64
+    finetune_learning_rate: float = 1e-3
+    finetune_batch_size: int = 32
+    finetune_epochs: int = 3
+    finetune_train_examples: int = None  # None: every row of train.tsv
+    classify_sentences: tuple = DEFAULT_CLASSIFY_SENTENCES
 
     def paths(self):
         root = os.path.abspath(self.work_dir)
@@ -82,9 +117,14 @@ class MainJobOptions:
             "train_data": os.path.join(root, "data", "train"),
             "heldout_data": os.path.join(root, "data", "heldout"),
             "model": os.path.join(root, "model"),
+            "finetuned": os.path.join(root, "finetuned"),
+            "random_init": os.path.join(root, "random_init"),
+            "finetuned_from_scratch": os.path.join(root, "finetuned_from_scratch"),
             "preprocessor": os.path.join(root, "export", "preprocessor"),
             "encoder": os.path.join(root, "export", "encoder"),
+            "classifier": os.path.join(root, "export", "classifier"),
             "stages": os.path.join(root, "stages"),
+            "results": os.path.join(root, RESULTS_NAME),
         }
 
 
@@ -132,6 +172,14 @@ class _Stages:
         print(f"[{number}/{len(STAGES)}] {name}: done in {result['seconds']:.0f}s "
               f"({result.get('summary', '')})", flush=True)
         return result
+
+
+def check_inputs(options):
+    """Checks the training and held-out text before anything is written (`CorpusError`)."""
+    from bert_keras.data.corpus import check_corpus_files
+
+    check_corpus_files(_files(options.input_files), options.input_format)
+    check_corpus_files(_files(options.heldout_files), options.input_format)
 
 
 def build_vocab_stage(options, paths):
@@ -209,73 +257,107 @@ def evaluate_stage(options, paths):
     return {"summary": summary, "results": results, "baselines": baselines}
 
 
+def _finetune(options, init_model_dir, output_dir):
+    from bert_keras.finetuning.run import run_finetuning
+    from bert_keras.finetuning.tasks import glue
+
+    result = run_finetuning(
+        options.finetune_task, options.finetune_data_dir, init_model_dir, output_dir,
+        strategy=options.strategy, seed=options.random_seed, verbose=2,
+        max_seq_length=options.finetune_seq_length, learning_rate=options.finetune_learning_rate,
+        train_batch_size=options.finetune_batch_size, num_train_epochs=options.finetune_epochs,
+        max_train_examples=options.finetune_train_examples)
+    dev = result.metrics["dev"]
+    train = result.results["train"]
+    labels = [example.label for example in glue.read_glue_examples(
+        options.finetune_task.split("/", 1)[1], options.finetune_data_dir, "dev")]
+    majority = max(labels.count(label) for label in set(labels)) / len(labels)
+    summary = (f"dev accuracy {dev['accuracy']:.3f} after {options.finetune_epochs} epochs over "
+               f"{train['num_rows']} {options.finetune_task} sentences, model directory {output_dir}")
+    return {"summary": summary, "task": options.finetune_task, "dev": _jsonable(dev),
+            "dev_majority_share": majority, "train": _jsonable(train)}
+
+
+def finetune_stage(options, paths):
+    return _finetune(options, paths["model"], paths["finetuned"])
+
+
+def write_random_init_model_dir(model_dir, output_dir, seed):
+    """A model directory with `model_dir`'s config and vocabulary and freshly initialized weights
+    (BERT's truncated normal, std `initializer_range`), to fine-tune without pre-training."""
+    import keras
+
+    from bert_keras.model import checkpoint_names
+    from bert_keras.model import model_dir as model_dir_lib
+    from bert_keras.model.encoder import build_encoder
+
+    config = model_dir_lib.read_config(model_dir)
+    keras.utils.set_random_seed(seed)
+    encoder = build_encoder(config)
+    model_dir_lib.write_model_dir(
+        output_dir, config, model_dir_lib.read_vocab(model_dir, config),
+        model_dir_lib.read_do_lower_case(model_dir),
+        checkpoint_names.collect_weights(checkpoint_names.encoder_weight_map(encoder)))
+
+
+def from_scratch_stage(options, paths):
+    write_random_init_model_dir(paths["model"], paths["random_init"], options.random_seed)
+    return _finetune(options, paths["random_init"], paths["finetuned_from_scratch"])
+
+
 def export_stage(options, paths):
     from bert_keras.export import export_from_model_dir
 
     export_from_model_dir("preprocessor", paths["model"], paths["preprocessor"],
                           seq_length=options.max_seq_length)
     export_from_model_dir("encoder", paths["model"], paths["encoder"])
+    export_from_model_dir("task", paths["finetuned"], paths["classifier"])
     return {"summary": f"SavedModels in {os.path.dirname(paths['preprocessor'])}"}
 
 
-def masked_word_predictions(preprocessor_dir, encoder_dir, vocab_file, sentences, seq_length=128,
-                            top_k=5):
-    """Top-k predictions for every [MASK] of `sentences`, from the exported SavedModels alone.
+def serve_in_fresh_process(request, work_dir):
+    """Runs `bert_keras/export/serving_demo.py` on `request` in a new Python process that
+    imports only TensorFlow and tensorflow-text; returns its response dict."""
+    import subprocess
+    import sys
 
-    The text between [MASK] markers goes through the exported preprocessor's `tokenize`; the
-    mask id is put in place of each marker, the pieces are packed with its `bert_pack_inputs`
-    and scored by the exported encoder's `mlm` sub-object.
-
-    Returns:
-      A list (one per sentence) of lists (one per [MASK]) of (token, probability) pairs.
-    """
-    import numpy as np
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (registers the ops of the exported tokenizer)
-
-    preprocessor = tf.saved_model.load(preprocessor_dir)
-    encoder = tf.saved_model.load(encoder_dir)
-    with open(vocab_file, encoding="utf-8") as f:
-        vocab = [line.rstrip("\n") for line in f]
-    mask_id = vocab.index("[MASK]")
-
-    rows = []
-    for sentence in sentences:
-        ids = []
-        for index, part in enumerate(sentence.split("[MASK]")):
-            if index:
-                ids.append(mask_id)
-            if part.strip():
-                ids.extend(preprocessor.tokenize(tf.constant([part])).flat_values.numpy().tolist())
-        rows.append(ids)
-    segments = tf.ragged.constant(rows, dtype=tf.int32)
-    inputs = preprocessor.bert_pack_inputs([segments], seq_length=tf.constant(seq_length))
-    word_ids = inputs["input_word_ids"].numpy()
-    positions = np.zeros((len(rows), max(1, max(r.count(mask_id) for r in rows))), np.int32)
-    for row in range(len(rows)):
-        found = np.flatnonzero(word_ids[row] == mask_id)
-        positions[row, :len(found)] = found
-    outputs = encoder.mlm(dict(inputs, masked_lm_positions=tf.constant(positions)))
-    probabilities = tf.nn.softmax(outputs["mlm_logits"], axis=-1).numpy()
-    predictions = []
-    for row, ids in enumerate(rows):
-        per_mask = []
-        for slot in range(ids.count(mask_id)):
-            best = np.argsort(-probabilities[row, slot])[:top_k]
-            per_mask.append([(vocab[i], float(probabilities[row, slot, i])) for i in best])
-        predictions.append(per_mask)
-    return predictions
+    request_path = os.path.join(work_dir, "demo_request.json")
+    response_path = os.path.join(work_dir, "demo_response.json")
+    write_text_atomic(request_path, json.dumps(request, indent=2) + "\n")
+    if os.path.exists(response_path):
+        os.remove(response_path)
+    completed = subprocess.run([sys.executable, SERVING_DEMO_SCRIPT, request_path,
+                                response_path], capture_output=True, text=True, check=False)
+    if completed.returncode != 0:
+        raise RuntimeError(f"the serving demo process failed (exit {completed.returncode}):\n"
+                           f"{completed.stderr[-4000:]}")
+    with open(response_path, encoding="utf-8") as f:
+        response = json.load(f)
+    if response["loaded_modules"]:
+        raise RuntimeError(f"the serving process loaded {response['loaded_modules']}")
+    return response
 
 
 def demo_stage(options, paths):
-    predictions = masked_word_predictions(paths["preprocessor"], paths["encoder"], paths["vocab"],
-                                          options.sentences, seq_length=options.max_seq_length)
+    response = serve_in_fresh_process({
+        "preprocessor": paths["preprocessor"], "encoder": paths["encoder"],
+        "vocab_file": paths["vocab"], "seq_length": options.max_seq_length,
+        "masked_sentences": list(options.sentences), "classifier": paths["classifier"],
+        "classify_sentences": list(options.classify_sentences)}, paths["root"])
     lines = []
-    for sentence, per_mask in zip(options.sentences, predictions):
+    for sentence, per_mask in zip(options.sentences, response["masked_word_predictions"]):
         lines.append(sentence)
         for candidates in per_mask:
             lines.append("    [MASK] -> " + "  ".join(f"{token} ({p:.2f})" for token, p in candidates))
-    return {"summary": f"{len(options.sentences)} sentences", "predictions": lines}
+    meanings = LABEL_MEANINGS.get(options.finetune_task, {})
+    classifications = []
+    for sentence, (label, probability) in zip(options.classify_sentences,
+                                              response["classifications"]):
+        meaning = meanings.get(label, label)
+        classifications.append(f"{meaning:>8} ({probability:.2f})  {sentence}")
+    return {"summary": f"{len(options.sentences)} masked sentences, "
+                       f"{len(options.classify_sentences)} classified, in a fresh process",
+            "predictions": lines, "classifications": classifications}
 
 
 def _jsonable(value):
@@ -290,21 +372,69 @@ def _jsonable(value):
     return str(value)
 
 
+def results_summary(results):
+    """The figures of a finished job, as written to `results.json`."""
+    evaluated = results["evaluate"]
+    finetuned, from_scratch = results["finetune"], results["from_scratch"]
+    seconds = {name: results[name].get("seconds") for name in STAGES}
+    seconds["total"] = round(sum(value or 0.0 for value in seconds.values()), 1)
+    return {
+        "pretrain": {
+            "heldout_mlm_accuracy": evaluated["results"]["masked_lm_accuracy"],
+            "heldout_nsp_accuracy": evaluated["results"].get("next_sentence_accuracy"),
+            "most_frequent_token_share": evaluated["baselines"]["unigram_mlm_accuracy"],
+            "nsp_majority_share": evaluated["baselines"]["nsp_majority_share"],
+            "global_step": evaluated["results"].get("global_step"),
+        },
+        "finetune": {
+            "task": finetuned["task"],
+            "dev_accuracy": finetuned["dev"]["accuracy"],
+            "dev_accuracy_from_scratch": from_scratch["dev"]["accuracy"],
+            "dev_majority_share": finetuned["dev_majority_share"],
+            "train_examples": finetuned["train"]["num_rows"],
+        },
+        "seconds": seconds,
+    }
+
+
 def run_main_job(options):
-    """Runs (or resumes) every stage; returns {stage: result}."""
+    """Runs (or resumes) every stage; writes `results.json`; returns {stage: result}."""
+    _check_options(options)
     paths = options.paths()
+    if not os.path.exists(os.path.join(paths["stages"], "data.json")):
+        check_inputs(options)
     os.makedirs(paths["root"], exist_ok=True)
     stages = _Stages(paths["stages"])
     functions = {"vocab": build_vocab_stage, "data": create_data_stage, "pretrain": pretrain_stage,
-                 "evaluate": evaluate_stage, "export": export_stage, "demo": demo_stage}
+                 "evaluate": evaluate_stage, "finetune": finetune_stage,
+                 "from_scratch": from_scratch_stage, "export": export_stage, "demo": demo_stage}
     results = {name: stages.run(name, lambda f=functions[name]: f(options, paths)) for name in STAGES}
+    summary = results_summary(results)
+    write_text_atomic(paths["results"], json.dumps(summary, indent=2) + "\n")
 
     print("\nMasked-word predictions of the reloaded SavedModels (top 5):")
     for line in results["demo"]["predictions"]:
         print("  " + line)
-    print(f"\nHeld-out {results['evaluate']['summary'][len('held-out '):]}")
-    print(f"\nEverything is in {paths['root']}")
+    print(f"\nThe reloaded {options.finetune_task} classifier on raw sentences:")
+    for line in results["demo"]["classifications"]:
+        print("  " + line)
+    pretrain, finetune = summary["pretrain"], summary["finetune"]
+    print(f"\nPre-training, held out: masked-LM accuracy {pretrain['heldout_mlm_accuracy']:.3f} "
+          f"(most frequent token {pretrain['most_frequent_token_share']:.3f}); next-sentence "
+          f"accuracy {pretrain['heldout_nsp_accuracy']:.3f} (majority label "
+          f"{pretrain['nsp_majority_share']:.3f})")
+    print(f"Fine-tuning on {finetune['task']}, dev accuracy: {finetune['dev_accuracy']:.3f} from the "
+          f"pre-trained model, {finetune['dev_accuracy_from_scratch']:.3f} from random "
+          f"initialization (majority label {finetune['dev_majority_share']:.3f})")
+    print(f"{summary['seconds']['total']:.0f} s in all; everything is in {paths['root']} "
+          f"(figures in {paths['results']})")
     return results
+
+
+def _check_options(options):
+    if options.finetune_task not in SINGLE_SENTENCE_TASKS:
+        raise ValueError(f"finetune_task must be one of {SINGLE_SENTENCE_TASKS} (a single-sentence "
+                         f"classification task, for the raw-text demo), got {options.finetune_task!r}")
 
 
 def _define_flags():
@@ -337,6 +467,18 @@ def _define_flags():
     flags.DEFINE_alias("mixed_precision", "dtype")  # the earlier spelling
     flags.DEFINE_integer("num_workers", defaults.num_workers,
                          "Processes for the data stage (0: one per core).")
+    flags.DEFINE_enum("finetune_task", defaults.finetune_task, list(SINGLE_SENTENCE_TASKS),
+                      "Sentence classification task to fine-tune on.")
+    flags.DEFINE_string("finetune_data_dir", defaults.finetune_data_dir,
+                        "Folder with the task's train.tsv and dev.tsv (default: the bundled "
+                        "SST-2 sample).")
+    flags.DEFINE_integer("finetune_seq_length", defaults.finetune_seq_length,
+                         "Fine-tuning sequence length.")
+    flags.DEFINE_float("finetune_learning_rate", defaults.finetune_learning_rate,
+                       "Fine-tuning peak learning rate (both runs).")
+    flags.DEFINE_integer("finetune_batch_size", defaults.finetune_batch_size,
+                         "Fine-tuning batch size.")
+    flags.DEFINE_integer("finetune_epochs", defaults.finetune_epochs, "Fine-tuning epochs.")
 
 
 def _main(argv):
@@ -347,7 +489,13 @@ def _main(argv):
               for field in dataclasses.fields(MainJobOptions)
               if field.name in flags.FLAGS and field.name != "mixed_precision"}
     values["mixed_precision"] = optimization.mixed_precision_policy(flags.FLAGS.dtype)
-    run_main_job(MainJobOptions(**values))
+    from bert_keras.data.corpus import CorpusError
+
+    try:
+        run_main_job(MainJobOptions(**values))
+    except (CorpusError, FileNotFoundError) as error:
+        # Bad input: the message names the file; a traceback would only hide it.
+        raise SystemExit(f"bert-keras-main: error: {error}") from None
 
 
 def cli_main():

@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -16,7 +18,8 @@ def finished_job(tmp_path_factory):
     options = main_job.MainJobOptions(
         work_dir=str(tmp_path_factory.mktemp("main_job")), vocab_size=1200, dupe_factor=1,
         num_train_steps=300, save_checkpoints_steps=150, steps_per_execution=50, train_batch_size=32,
-        num_workers=1)
+        num_workers=1, finetune_train_examples=4000, finetune_epochs=2,
+        finetune_learning_rate=1e-3)
     return options, main_job.run_main_job(options)
 
 
@@ -37,16 +40,67 @@ def test_every_stage_leaves_its_output(finished_job):
     assert evaluated["masked_lm_accuracy"] >= 1.5 * baselines["unigram_mlm_accuracy"]
     assert 0.5 <= baselines["nsp_majority_share"] <= 1.0
     assert evaluated["global_step"] == 300
-    for export in ("preprocessor", "encoder"):
+    for export in ("preprocessor", "encoder", "classifier"):
         assert os.path.exists(os.path.join(paths[export], "saved_model.pb"))
+
+
+def test_results_json_holds_the_figures(finished_job):
+    options, results = finished_job
+    with open(options.paths()["results"], encoding="utf-8") as f:
+        written = json.load(f)
+    evaluated = results["evaluate"]
+    assert written["pretrain"]["heldout_mlm_accuracy"] == evaluated["results"]["masked_lm_accuracy"]
+    assert written["pretrain"]["heldout_nsp_accuracy"] == evaluated["results"]["next_sentence_accuracy"]
+    assert written["pretrain"]["nsp_majority_share"] == evaluated["baselines"]["nsp_majority_share"]
+    finetune = written["finetune"]
+    assert finetune["task"] == "glue/sst2"
+    assert finetune["train_examples"] == 4000
+    for name in ("finetuned", "finetuned_from_scratch"):
+        with open(os.path.join(options.paths()[name], "eval_results.json"), encoding="utf-8") as f:
+            dev = json.load(f)["metrics"]["dev"]["accuracy"]
+        key = "dev_accuracy" if name == "finetuned" else "dev_accuracy_from_scratch"
+        assert finetune[key] == dev
+    # The bundled dev set is SST-2's: 872 sentences, 444 positive.
+    assert abs(finetune["dev_majority_share"] - 444 / 872) < 1e-9
+    # Even at this budget fine-tuning learns: above always answering the majority label.
+    assert finetune["dev_accuracy"] >= finetune["dev_majority_share"] + 0.05
+    assert finetune["dev_accuracy_from_scratch"] >= finetune["dev_majority_share"] + 0.05
+    seconds = written["seconds"]
+    assert set(seconds) == set(main_job.STAGES) | {"total"}
+    assert abs(seconds["total"] - sum(seconds[name] for name in main_job.STAGES)) < 0.2
+
+
+def test_the_classifier_served_in_a_fresh_process_is_the_fine_tuned_model(finished_job):
+    """The demo's classifications come from a process without bert_keras, and agree with the
+    fine-tuned Keras model on the task's own features."""
+    from bert_keras.finetuning.task import get_task
+    from bert_keras.finetuning.task_models import load_task_model
+
+    options, results = finished_job
+    paths = options.paths()
+    sentences = ["a charming , funny and moving film .", "a dull , tedious waste of two hours ."]
+    response = main_job.serve_in_fresh_process(
+        {"classifier": paths["classifier"], "classify_sentences": sentences}, paths["root"])
+    assert response["loaded_modules"] == []
+    model, task_config = load_task_model(paths["finetuned"])
+    task = get_task("glue/sst2", options.finetune_data_dir, paths["finetuned"])
+    features = task.encode(sentences)
+    probabilities = tf.nn.softmax(model.predict(features, verbose=0), axis=-1).numpy()
+    for (label, probability), row in zip(response["classifications"], probabilities):
+        assert label == task_config["label_names"][int(np.argmax(row))]
+        assert abs(probability - row.max()) < 1e-5
+    assert len(results["demo"]["classifications"]) == len(options.classify_sentences)
 
 
 def test_demo_predictions_match_the_in_memory_model(finished_job):
     options, _ = finished_job
     paths = options.paths()
     sentences = ["The lobster is a species of [MASK] from the [MASK] Atlantic Ocean ."]
-    exported = main_job.masked_word_predictions(paths["preprocessor"], paths["encoder"],
-                                                paths["vocab"], sentences, top_k=5)
+    exported = main_job.serve_in_fresh_process(
+        {"preprocessor": paths["preprocessor"], "encoder": paths["encoder"],
+         "vocab_file": paths["vocab"], "masked_sentences": sentences}, paths["root"])
+    assert exported["loaded_modules"] == []
+    exported = exported["masked_word_predictions"]
     assert len(exported) == 1 and len(exported[0]) == 2
 
     # The same sentence through the Keras pre-training model of the model directory, built by
@@ -97,3 +151,27 @@ def test_an_interrupted_stage_is_redone(finished_job, tmp_path):
     again = main_job.run_main_job(options)
     assert again["demo"]["predictions"] == demo["predictions"]
     assert os.path.exists(os.path.join(stages_dir, "demo.json"))
+
+
+@pytest.mark.parametrize("kind", ["empty", "binary", "one_document"])
+def test_bad_input_stops_the_job_with_the_file_named(kind, tmp_path):
+    path = tmp_path / f"{kind}.txt"
+    if kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "binary":
+        path.write_bytes(bytes(range(256)) * 64)
+    else:
+        with open(main_job.DEFAULT_TRAIN_FILE, encoding="utf-8") as f:
+            paragraphs = [line for line in f if line.strip() and not line.lstrip().startswith("=")]
+        path.write_text("".join(paragraphs[:50]), encoding="utf-8")
+    work_dir = tmp_path / "work"
+    completed = subprocess.run(
+        [sys.executable, "-c", "from bert_keras.main_job import cli_main; cli_main()",
+         f"--work_dir={work_dir}", f"--input_files={path}"],
+        capture_output=True, text=True, timeout=300)
+    assert completed.returncode != 0
+    message = completed.stderr.strip().splitlines()[-1]
+    assert message.startswith("bert-keras-main: error: ") and str(path) in message, message
+    assert "Traceback" not in completed.stderr
+    # Nothing was written that a rerun could take for a finished stage.
+    assert not (work_dir / "stages").exists()

@@ -125,6 +125,64 @@ def iter_documents(files, input_format, utf8_errors="replace", stats=None):
             yield document
 
 
+class CorpusError(ValueError):
+    """An input file that cannot be a pre-training corpus (empty, binary, one document)."""
+
+
+_DOCUMENT_BREAKS = {
+    "sentences": "a blank line between documents",
+    "paragraphs": "a ' = Title = ' line at the start of every document",
+}
+
+
+def check_corpus_files(files, input_format, sniff_bytes=4 << 20):
+    """Checks that `files` hold text a pre-training corpus can be made of; returns nothing.
+
+    Raises `CorpusError` naming the file (and line) when a file is empty or blank, looks binary
+    (a NUL byte, or more than 1% of its lines not UTF-8, in its first `sniff_bytes`), or when
+    all the files together hold fewer than two documents: the next-sentence task draws its
+    random second segments from other documents, so one long text without document breaks is
+    rejected with the break its format expects. Reads at most `sniff_bytes` of each file for
+    the binary check and stops counting documents at two.
+    """
+    if input_format not in INPUT_FORMATS:
+        raise ValueError(f"input_format must be one of {INPUT_FORMATS}, got {input_format!r}")
+    if not files:
+        raise CorpusError("no input files")
+    for path in files:
+        lines = invalid = text_lines = 0
+        read = 0
+        with open(path, "rb") as f:
+            for raw in f:
+                lines += 1
+                read += len(raw)
+                if b"\0" in raw:
+                    raise CorpusError(f"{path}, line {lines}: a NUL byte; this looks like a binary "
+                                      "file, not UTF-8 text")
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    invalid += 1
+                    text = ""
+                text_lines += bool(text.strip())
+                if read >= sniff_bytes:
+                    break
+        if invalid > max(1, lines // 100):
+            raise CorpusError(f"{path}: {invalid} of its first {lines} lines are not UTF-8; this "
+                              "looks like a binary file, not UTF-8 text")
+        if not text_lines:
+            raise CorpusError(f"{path}: empty (no text)")
+    documents = 0
+    for _ in iter_documents(files, input_format):
+        documents += 1
+        if documents >= 2:
+            return
+    raise CorpusError(
+        f"{', '.join(files)}: one document in all, with no document breaks ({input_format} "
+        f"input expects {_DOCUMENT_BREAKS[input_format]}); the next-sentence task needs at least "
+        "two documents")
+
+
 def iter_blocks(files, input_format, block_bytes, utf8_errors="replace", stats=None,
                 file_numbers=None):
     """Yields `Block`s of about `block_bytes` bytes of text each (at least one line each).
