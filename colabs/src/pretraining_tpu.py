@@ -281,7 +281,8 @@ print(sorted(os.listdir(os.path.dirname(paths["encoder"]))))
 # sentence.
 
 # %%
-from bert_keras.main_job import DEFAULT_SENTENCES, masked_word_predictions
+from bert_keras.export.serving_demo import masked_word_predictions
+from bert_keras.main_job import DEFAULT_SENTENCES
 
 predictions = masked_word_predictions(paths["preprocessor"], paths["encoder"], paths["vocab"],
                                       DEFAULT_SENTENCES, seq_length=MAX_SEQ_LENGTH)
