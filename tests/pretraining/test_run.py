@@ -434,3 +434,22 @@ def test_losses_match_numpy():
                                  **{k: float(v) for k, v in nsp.items()}})
     assert metrics["loss"] == pytest.approx(metrics["masked_lm_loss"] + metrics["next_sentence_loss"])
     assert metrics["masked_lm_loss"] == pytest.approx((cross_entropy * weights).sum() / weights.sum(), rel=1e-5)
+
+
+# ------------------------------------------------------------------------------------------- XLA
+def test_xla_compiled_steps_give_the_plain_graph_s_losses(corpus, tmp_path):
+    """The train step compiles with XLA (what TPUs and `--jit_compile` run) on the CPU, several
+    steps per call, and trains as the plain graph does: no host-only op in the device step."""
+    runs = {}
+    for jit_compile in (False, True):
+        options = make_options(corpus, tmp_path / f"xla_{jit_compile}",
+                               config=tiny_config(corpus, dropout=0.0), jit_compile=jit_compile,
+                               num_train_steps=12, steps_per_execution=4, save_checkpoints_steps=12)
+        metrics = train(options)
+        weights = model_dir.read_weights(options.output_dir)
+        runs[jit_compile] = metrics, weights
+    (plain, plain_weights), (xla, xla_weights) = runs[False], runs[True]
+    assert abs(xla["loss"] - plain["loss"]) <= 1e-4 * max(1.0, abs(plain["loss"]))
+    assert abs(xla["masked_lm_loss"] - plain["masked_lm_loss"]) <= 1e-4 * max(1.0, plain["masked_lm_loss"])
+    for name in plain_weights:
+        np.testing.assert_allclose(xla_weights[name], plain_weights[name], atol=1e-4, err_msg=name)
