@@ -1,5 +1,7 @@
 """The main job: bundled (or your) raw text -> vocabulary -> TFRecords -> pre-trained tiny BERT ->
-SavedModels -> masked-word predictions of the reloaded SavedModels.
+fine-tuned on SST-2 (and the same from random initialization) -> SavedModels -> masked-word
+predictions and sentence classifications of the SavedModels reloaded in a fresh process;
+the figures in <work_dir>/results.json.
 
   python tools/run_main_job.py --work_dir=bert_keras_work
   python tools/run_main_job.py --input_files=my_corpus/*.txt --preset=mini --num_train_steps=20000
