@@ -90,7 +90,7 @@ class MainJobOptions:
     masked_lm_prob: float = 0.15
     dupe_factor: int = 10
     train_batch_size: int = 128
-    num_train_steps: int = 1200
+    num_train_steps: int = 800
     learning_rate: float = 1e-3
     warmup_fraction: float = 0.05
     save_checkpoints_steps: int = 500
@@ -105,7 +105,7 @@ class MainJobOptions:
     finetune_seq_length: int = 64
     finetune_learning_rate: float = 1e-3
     finetune_batch_size: int = 32
-    finetune_epochs: int = 3
+    finetune_epochs: int = 2
     finetune_train_examples: int = None  # None: every row of train.tsv
     classify_sentences: tuple = DEFAULT_CLASSIFY_SENTENCES
 
