@@ -153,8 +153,7 @@ def test_an_interrupted_stage_is_redone(finished_job, tmp_path):
     assert os.path.exists(os.path.join(stages_dir, "demo.json"))
 
 
-@pytest.mark.parametrize("kind", ["empty", "binary", "one_document"])
-def test_bad_input_stops_the_job_with_the_file_named(kind, tmp_path):
+def _bad_input(kind, tmp_path):
     path = tmp_path / f"{kind}.txt"
     if kind == "empty":
         path.write_bytes(b"")
@@ -164,6 +163,26 @@ def test_bad_input_stops_the_job_with_the_file_named(kind, tmp_path):
         with open(main_job.DEFAULT_TRAIN_FILE, encoding="utf-8") as f:
             paragraphs = [line for line in f if line.strip() and not line.lstrip().startswith("=")]
         path.write_text("".join(paragraphs[:50]), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("kind,reason", [("empty", "empty"), ("binary", "binary"),
+                                         ("one_document", "no document breaks")])
+def test_bad_input_stops_the_job_before_anything_is_written(kind, reason, tmp_path):
+    from bert_keras.data.corpus import CorpusError
+
+    path = _bad_input(kind, tmp_path)
+    work_dir = tmp_path / "work"
+    with pytest.raises(CorpusError, match=reason) as raised:
+        main_job.run_main_job(main_job.MainJobOptions(work_dir=str(work_dir),
+                                                      input_files=str(path)))
+    assert str(path) in str(raised.value)
+    # Nothing was written that a rerun could take for a finished stage.
+    assert not work_dir.exists()
+
+
+def test_bad_input_through_the_command_line_is_one_clear_line(tmp_path):
+    path = _bad_input("binary", tmp_path)
     work_dir = tmp_path / "work"
     completed = subprocess.run(
         [sys.executable, "-c", "from bert_keras.main_job import cli_main; cli_main()",
@@ -173,5 +192,4 @@ def test_bad_input_stops_the_job_with_the_file_named(kind, tmp_path):
     message = completed.stderr.strip().splitlines()[-1]
     assert message.startswith("bert-keras-main: error: ") and str(path) in message, message
     assert "Traceback" not in completed.stderr
-    # Nothing was written that a rerun could take for a finished stage.
-    assert not (work_dir / "stages").exists()
+    assert not work_dir.exists()
