@@ -24,7 +24,7 @@ import os
 
 import numpy as np
 
-from bert_keras.model.config import BertConfig, ConfigError, write_text_atomic
+from bert_keras.model.config import BertConfig, ConfigError, _read_json, write_text_atomic
 from bert_keras.text.vocab import Vocabulary
 
 CONFIG_NAME = "bert_config.json"
@@ -54,23 +54,26 @@ def read_config(model_dir):
     says so only in `pretraining_options.json` (`"left_to_right": true`); it is read as causal.
     """
     path = _require(model_dir, CONFIG_NAME)
-    config = BertConfig.from_json_file(path)
-    with open(path, encoding="utf-8") as f:
-        has_field = "causal_attention" in json.load(f)
-    if not has_field and _pretrained_left_to_right(model_dir):
+    values = _read_json(path)
+    config = BertConfig.from_dict(values, source=path)
+    if "causal_attention" not in values and _pretrained_left_to_right(model_dir):
         config.causal_attention = True
     return config
 
 
-def _pretrained_left_to_right(model_dir):
-    path = os.path.join(model_dir, PRETRAINING_OPTIONS_NAME)
+def _read_optional_json(path):
+    """The JSON value of `path`, or None when there is no such file."""
     if not os.path.exists(path):
-        return False
+        return None
     try:
         with open(path, encoding="utf-8") as f:
-            options = json.load(f)
+            return json.load(f)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ModelDirError(f"{path}: malformed JSON ({error})") from error
+
+
+def _pretrained_left_to_right(model_dir):
+    options = _read_optional_json(os.path.join(model_dir, PRETRAINING_OPTIONS_NAME))
     return isinstance(options, dict) and options.get("left_to_right") is True
 
 
@@ -102,14 +105,7 @@ def read_vocab(model_dir, config=None):
 
 def read_task_config(model_dir):
     """The fine-tuning task description of a model directory, or None."""
-    path = os.path.join(model_dir, TASK_CONFIG_NAME)
-    if not os.path.exists(path):
-        return None
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except json.JSONDecodeError as error:
-        raise ModelDirError(f"{path}: malformed JSON ({error})") from error
+    return _read_optional_json(os.path.join(model_dir, TASK_CONFIG_NAME))
 
 
 def read_weights(model_dir):
