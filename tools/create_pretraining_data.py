@@ -59,8 +59,9 @@ TASK_INDEX = flags.DEFINE_integer("task_index", 0, "This copy's index among --nu
 NUM_TASKS = flags.DEFINE_integer("num_tasks", 1, "Copies of this tool sharing the input files "
                                  "(each takes every num_tasks-th file).")
 BLOCK_SIZE_KIB = flags.DEFINE_integer(
-    "block_size_kib", 0, "Text per unit of work, in KiB; random-next segments come from the same "
-    "block. 0: about 1/100 of the input, between 256 KiB and 1 MiB.")
+    "block_size_kib", 0, "Text per unit of work, in KiB (whole documents; only a document this "
+    "large is cut). 0: about 1/100 of the input, between 256 KiB and 1 MiB. Random-next "
+    "segments come from any document of the same input file, whatever the block.")
 UTF8_ERRORS = flags.DEFINE_enum("utf8_errors", "replace", ["replace", "skip"],
                                 "Lines that are not valid UTF-8: decode with U+FFFD, or skip.")
 PROGRESS = flags.DEFINE_bool("progress", True, "Show a progress bar and the statistics.")

@@ -11,10 +11,9 @@ Two input formats:
 In both formats every input file starts a new document (the original tool lets the last document
 of a file run on into the next file when the file does not end with a blank line).
 
-Documents are grouped into blocks of about `block_bytes` of text; a block is the unit of work
-(tokenization, instance creation) and random-next segments are drawn from the documents of the
-same block. A document longer than `block_bytes` is cut into pieces at sentence (or paragraph)
-boundaries so that memory stays bounded.
+Whole documents are grouped into blocks of about `block_bytes` of text; a block is the unit of
+work (tokenization, instance creation). Only a document of `block_bytes` or more is cut, into
+pieces at sentence (or paragraph) boundaries, so that memory stays bounded.
 
 Lines that are not valid UTF-8 are decoded with U+FFFD replacement characters
 (`utf8_errors="replace"`) or skipped (`"skip"`); either way they are counted.
@@ -185,10 +184,13 @@ def check_corpus_files(files, input_format, sniff_bytes=4 << 20):
 
 def iter_blocks(files, input_format, block_bytes, utf8_errors="replace", stats=None,
                 file_numbers=None):
-    """Yields `Block`s of about `block_bytes` bytes of text each (at least one line each).
+    """Yields `Block`s of whole documents, each block closed by the document that brings it to
+    `block_bytes` of text (so a block holds less than `2 * block_bytes`).
 
-    A block holds documents of one file only. `file_numbers`: each file's number for the blocks'
-    `key` (default: its position in `files`).
+    A block holds documents of one file only. A document of `block_bytes` or more is cut into
+    blocks of its own of about `block_bytes` each, at line boundaries (counted in
+    `stats.split_documents`); no other document is cut. `file_numbers`: each file's number for
+    the blocks' `key` (default: its position in `files`).
     """
     if block_bytes < 1:
         raise ValueError(f"block_bytes must be positive, got {block_bytes}")
@@ -198,23 +200,36 @@ def iter_blocks(files, input_format, block_bytes, utf8_errors="replace", stats=N
     for path, file_number in zip(files, file_numbers):
         in_file = 0
         documents, size = [], 0
+
+        def block(documents, size):
+            nonlocal index, in_file
+            made = Block(index, documents, size, (file_number, in_file))
+            index += 1
+            in_file += 1
+            return made
+
         for document in iter_documents([path], input_format, utf8_errors, stats):
+            document_size = sum(len(line) + 1 for line in document)
+            if document_size < block_bytes:
+                documents.append(document)
+                size += document_size
+                if size >= block_bytes:
+                    yield block(documents, size)
+                    documents, size = [], 0
+                continue
+            # A document as large as a block: the open block first, then the document's pieces.
+            if documents:
+                yield block(documents, size)
+                documents, size = [], 0
+            stats.split_documents += 1
             piece, piece_size = [], 0
             for line in document:
                 piece.append(line)
                 piece_size += len(line) + 1
-                if size + piece_size >= block_bytes:
-                    documents.append(piece)
-                    if len(piece) < len(document):
-                        stats.split_documents += 1
-                    yield Block(index, documents, size + piece_size, (file_number, in_file))
-                    index += 1
-                    in_file += 1
-                    documents, size = [], 0
+                if piece_size >= block_bytes:
+                    yield block([piece], piece_size)
                     piece, piece_size = [], 0
             if piece:
-                documents.append(piece)
-                size += piece_size
+                documents, size = [piece], piece_size
         if documents:
-            yield Block(index, documents, size, (file_number, in_file))
-            index += 1
+            yield block(documents, size)

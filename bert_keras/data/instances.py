@@ -234,11 +234,29 @@ def create_instance_spans(documents, max_seq_length, short_seq_prob, dupe_factor
     Returns:
       `InstanceSpans` before truncation, in creation order.
     """
+    spans, _ = _instance_spans(documents, max_seq_length, short_seq_prob, dupe_factor, rng)
+    return spans
+
+
+def _instance_spans(documents, max_seq_length, short_seq_prob, dupe_factor, rng, pool=None,
+                    first_document=0):
+    """`create_instance_spans`, with random nexts drawn from `pool` when given.
+
+    `pool` (e.g. a `bert_keras.data.token_store.TokenStore`) holds `documents` as its documents
+    [first_document, first_document + documents.num_documents) among others; it has
+    `num_documents`, `sentence_lengths(d)` and `token_ids(d, first_sentence, end_sentence)`.
+
+    Returns (spans, extra token ids int32): the random nexts taken from pool documents outside
+    `documents` are copied to the extra ids, which the spans address after
+    `documents.token_ids` (the spans index `concatenate([documents.token_ids, extra])`).
+    """
     max_num_tokens = max_seq_length - 3
     sentence_offsets = documents.sentence_offsets.tolist()
     document_offsets = documents.document_offsets.tolist()
     lengths = np.diff(documents.sentence_offsets).tolist()
     num_documents = len(document_offsets) - 1
+    pool_size = pool.num_documents if pool is not None else num_documents
+    extra, extra_start = [], documents.num_tokens
     uniform, randint = rng.random, rng.randint
     a_start, a_end, b_start, b_end, random_next = [], [], [], [], []
     for _ in range(dupe_factor):
@@ -260,20 +278,34 @@ def create_instance_spans(documents, max_seq_length, short_seq_prob, dupe_factor
                     if num_sentences == 1 or uniform() < 0.5:
                         target_b_length = target_length - (end_a - start_a)
                         for _ in range(10):
-                            other = randint(0, num_documents - 1)
+                            other = randint(0, pool_size - 1) - first_document
                             if other != document:
                                 break
-                        other_first = document_offsets[other]
-                        other_stop = document_offsets[other + 1]
-                        j = other_first + randint(0, other_stop - other_first - 1)
-                        start_b = sentence_offsets[j]
-                        length_b = 0
-                        while j < other_stop:
-                            length_b += lengths[j]
-                            j += 1
-                            if length_b >= target_b_length:
-                                break
-                        end_b = sentence_offsets[j]
+                        if 0 <= other < num_documents:
+                            other_first = document_offsets[other]
+                            other_stop = document_offsets[other + 1]
+                            j = other_first + randint(0, other_stop - other_first - 1)
+                            start_b = sentence_offsets[j]
+                            length_b = 0
+                            while j < other_stop:
+                                length_b += lengths[j]
+                                j += 1
+                                if length_b >= target_b_length:
+                                    break
+                            end_b = sentence_offsets[j]
+                        else:  # a document of the pool outside this block: copy what B takes
+                            other += first_document
+                            other_lengths = pool.sentence_lengths(other).tolist()
+                            j = first_j = randint(0, len(other_lengths) - 1)
+                            length_b = 0
+                            while j < len(other_lengths):
+                                length_b += other_lengths[j]
+                                j += 1
+                                if length_b >= target_b_length:
+                                    break
+                            extra.append(pool.token_ids(other, first_j, j))
+                            start_b, end_b = extra_start, extra_start + length_b
+                            extra_start = end_b
                         random_next.append(True)
                         # The sentences of the chunk that B did not use start the next chunk.
                         i -= num_sentences - num_a
@@ -288,8 +320,9 @@ def create_instance_spans(documents, max_seq_length, short_seq_prob, dupe_factor
                     chunk_length = 0
                 i += 1
     as_array = lambda values: np.array(values, np.int64)
-    return InstanceSpans(as_array(a_start), as_array(a_end), as_array(b_start), as_array(b_end),
-                         np.array(random_next, bool))
+    spans = InstanceSpans(as_array(a_start), as_array(a_end), as_array(b_start), as_array(b_end),
+                          np.array(random_next, bool))
+    return spans, (np.concatenate(extra).astype(np.int32) if extra else np.zeros([0], np.int32))
 
 
 def truncate_spans(spans, max_num_tokens, np_rng):
@@ -460,7 +493,8 @@ def make_generators(seed):
             np.random.default_rng(numpy_seed))
 
 
-def create_instances(documents, options, special, seed, batch_size=8192):
+def create_instances(documents, options, special, seed, batch_size=8192, pool=None,
+                     first_document=0):
     """All instances of `documents`, for `options.dupe_factor` passes, in creation order.
 
     Args:
@@ -470,6 +504,9 @@ def create_instances(documents, options, special, seed, batch_size=8192):
       seed: int or sequence of ints; the same seed gives the same instances.
       batch_size: instances truncated and masked per NumPy call; the draws depend on it, so
         output is reproducible for a fixed value.
+      pool: where random nexts come from (default: `documents`): documents [first_document,
+        first_document + documents.num_documents) of `pool` are `documents`; see
+        `bert_keras.data.token_store.TokenStore`.
 
     Returns:
       `InstanceBatch`.
@@ -478,13 +515,14 @@ def create_instances(documents, options, special, seed, batch_size=8192):
     if documents.num_documents == 0:
         return empty_batch(options)
     rng, np_rng = make_generators(seed)
-    spans = create_instance_spans(documents, options.max_seq_length, options.short_seq_prob,
-                                  options.dupe_factor, rng)
+    spans, extra = _instance_spans(documents, options.max_seq_length, options.short_seq_prob,
+                                   options.dupe_factor, rng, pool, first_document)
+    token_ids = np.concatenate([documents.token_ids, extra]) if len(extra) else documents.token_ids
     pieces = []
     for start in range(0, len(spans), batch_size):
         part = InstanceSpans(*(getattr(spans, f.name)[start:start + batch_size]
                                for f in dataclasses.fields(spans)))
-        pieces.append(instances_from_spans(documents.token_ids, part, options, special, np_rng))
+        pieces.append(instances_from_spans(token_ids, part, options, special, np_rng))
     return concatenate_batches(pieces)
 
 

@@ -39,6 +39,7 @@ import numpy as np
 
 from bert_keras.data import corpus as pretraining_corpus
 from bert_keras.data import instances as pretraining_data
+from bert_keras.data import token_store
 from bert_keras.data.workers import (BlockFile, block_path, init_worker, manifest_path,
                                      merge_shard, process_block, shard_path, stats_path,
                                      task_prefix, tokenize_block, work_dir, write_atomic)
@@ -154,7 +155,7 @@ def _file_digest(path):
 def _manifest(config, files, block_bytes):
     """Everything the output depends on; a rerun must match it to reuse completed work."""
     return {
-        "format": "bert_keras pretraining records v1",
+        "format": "bert_keras pretraining records v2",
         "input_files": [[os.path.abspath(f), os.path.getsize(f), os.path.getmtime(f)]
                         for f in files],
         "vocab_sha256": _file_digest(config.vocab_file),
@@ -441,6 +442,37 @@ def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes
     tokenize = []  # built on the first block that needs it
     # Two tokenizer threads (TensorFlow releases the GIL) keep a couple of blocks ahead.
     threads = futures.ThreadPoolExecutor(2)
+    vocab_size = len(Vocabulary.from_file(config.vocab_file))
+    # The token store of the file being read: {"file": number, "writer": ..., "calls": [...]}.
+    current = {}
+    stores = {}  # file number -> the block table of a store completed by an earlier run
+
+    def start_tokenizer():
+        if not tokenize:
+            executor.start()
+            tokenize.append(load_tokenizer(config.tokenizer, config.vocab_file,
+                                           config.do_lower_case))
+
+    def close_store():
+        """Completes the current file's store and yields its blocks' instance work."""
+        if current:
+            current["writer"].close()
+            yield from current["calls"]
+            current.clear()
+
+    def store_block(block, done, documents, counts):
+        """Appends a tokenized block to its file's store; yields work of files completed."""
+        file_number, in_file = block.key
+        if current.get("file") != file_number:
+            yield from close_store()
+            current.update(file=file_number, calls=[], writer=token_store.TokenStoreWriter(
+                token_store.store_prefix(work_dir(config), file_number), vocab_size))
+        first, end = current["writer"].append(in_file, documents, counts)
+        if done:
+            block_stats[block.index] = BlockFile(block_path(config, block.index)).stats
+        else:
+            current["calls"].append((process_block, (block.index, block.key, first, end, counts)))
+        progress.update("tokens", read[0] / max(1, total_bytes), instances[0])
 
     def calls():
         ahead = collections.deque()
@@ -449,22 +481,34 @@ def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes
         for block in pretraining_corpus.iter_blocks(files, config.input_format, block_bytes,
                                                     config.utf8_errors, corpus, numbers):
             read[0] = corpus.bytes
-            path = block_path(config, block.index)
-            if os.path.exists(path):
-                block_stats[block.index] = BlockFile(path).stats
-                continue
-            if not tokenize:
+            file_number, in_file = block.key
+            done = os.path.exists(block_path(config, block.index))
+            prefix = token_store.store_prefix(work_dir(config), file_number)
+            if file_number in stores or token_store.is_complete(prefix):
+                # The file was tokenized whole by an earlier run: its store is reused.
+                if file_number not in stores:
+                    with open(prefix + ".json", encoding="utf-8") as f:
+                        stores[file_number] = json.load(f)["blocks"]
+                if done:
+                    block_stats[block.index] = BlockFile(block_path(config, block.index)).stats
+                    continue
+                entry = stores[file_number][str(in_file)]
                 executor.start()
-                tokenize.append(load_tokenizer(config.tokenizer, config.vocab_file,
-                                               config.do_lower_case))
-            ahead.append((block.index, block.key, threads.submit(tokenize_block, block, config,
-                                                                 tokenize[0])))
-            if len(ahead) > 2:
-                index, key, tokenized = ahead.popleft()
-                yield process_block, (index, key, *tokenized.result())
+                yield process_block, (block.index, block.key, *entry["documents"],
+                                      entry["counts"])
+                continue
+            # Random nexts may come from anywhere in the file, so every block of a file whose
+            # store is incomplete is tokenized again, also those whose instances are written.
+            start_tokenizer()
+            ahead.append((block, done, threads.submit(tokenize_block, block, config,
+                                                      tokenize[0])))
+            while len(ahead) > 2:
+                block, done, tokenized = ahead.popleft()
+                yield from store_block(block, done, *tokenized.result())
         while ahead:
-            index, key, tokenized = ahead.popleft()
-            yield process_block, (index, key, *tokenized.result())
+            block, done, tokenized = ahead.popleft()
+            yield from store_block(block, done, *tokenized.result())
+        yield from close_store()
 
     def finished(result):
         index, stats = result
@@ -476,6 +520,8 @@ def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes
         _run_bounded(executor, calls(), 2 * num_workers, finished)
     finally:
         threads.shutdown(cancel_futures=True)
+        if current:
+            current["writer"].abandon()
     corpus_stats = dataclasses.asdict(corpus)
     ordered = [block_stats[i] for i in range(len(block_stats))]
     write_atomic(done_path, json.dumps({"blocks": len(ordered), "corpus": corpus_stats}).encode())

@@ -1,7 +1,8 @@
 """Units of work of `create_pretraining_data`: block work files and shard merges.
 
-Worker processes run `process_block` (token ids of a block of documents -> instances ->
-serialized, framed TFRecords, dealt to shards and shuffled, in one work file) and `merge_shard`
+Worker processes run `process_block` (a block's documents, read from its input file's token
+store (`bert_keras.data.token_store`) -> instances, with random nexts from any document of that
+file -> serialized, framed TFRecords, dealt to shards and shuffled, in one work file) and `merge_shard`
 (one output shard as a uniformly random interleaving of its records from all block files). They
 need NumPy only, not TensorFlow. `bert_keras.data.pipeline` drives them.
 
@@ -18,6 +19,7 @@ import numpy as np
 
 from bert_keras.data import instances as pretraining_data
 from bert_keras.data import records as pretraining_records
+from bert_keras.data import token_store
 from bert_keras.data.example_encoding import encode_framed_examples
 from bert_keras.text.sentence_splitting import split_sentences
 from bert_keras.text.vocab import Vocabulary
@@ -110,17 +112,34 @@ def tokenize_block(block, config, tokenize):
     return documents, counts
 
 
-def process_block(index, key, documents, counts):
-    """Phase 1 for one tokenized block (in a worker). Returns (index, the block's statistics).
+def _token_store(file_number):
+    """The worker's reader of an input file's token store (the last one opened is kept)."""
+    stores = _WORKER.setdefault("stores", {})
+    if file_number not in stores:
+        for store in stores.values():
+            store.close()
+        stores.clear()
+        stores[file_number] = token_store.TokenStore(
+            token_store.store_prefix(work_dir(_WORKER["config"]), file_number))
+    return stores[file_number]
 
-    The block's draws are seeded from `key` (file number, block within the file), not from the
-    task, so that the tasks of a cluster together write the instances one task would.
+
+def process_block(index, key, first_document, end_document, counts):
+    """Phase 1 for one block (in a worker). Returns (index, the block's statistics).
+
+    The block is documents [first_document, end_document) of its input file's token store
+    (`key[0]`); random nexts come from any document of that file. The block's draws are seeded
+    from `key` (file number, block within the file), not from the task, so that the tasks of a
+    cluster together write the instances one task would.
     """
     config = _WORKER["config"]
     options = config.options
+    store = _token_store(key[0])
+    documents = store.documents(first_document, end_document)
     # (7, 7) can be no (task, num_tasks) pair of the shard seeds below: the streams stay apart.
     seed = [config.random_seed, 7, 7, *key]
-    batch = pretraining_data.create_instances(documents, options, _WORKER["special"], seed)
+    batch = pretraining_data.create_instances(documents, options, _WORKER["special"], seed,
+                                              pool=store, first_document=first_document)
     n = len(batch)
     stats = dict(counts)
     stats.update(instance_stats(batch, options))

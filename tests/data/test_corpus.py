@@ -40,13 +40,28 @@ def test_blocks_are_bounded_and_cut_long_documents():
     stats = pc.CorpusStats()
     blocks = list(pc.iter_blocks([fixture_path("wikitext.txt")], "paragraphs", 4096, stats=stats))
     assert [b.index for b in blocks] == list(range(len(blocks)))
-    # A block passes the size by at most its last paragraph.
+    # A block passes the size by at most its last paragraph (pieces of a long document) or
+    # stays under twice the size (whole documents).
     longest_line = max(len(line) for line in open(fixture_path("wikitext.txt"), encoding="utf-8"))
-    assert all(b.num_bytes < 4096 + longest_line for b in blocks)
+    assert all(b.num_bytes < 2 * 4096 + longest_line for b in blocks)
     lines = [line for b in blocks for d in b.documents for line in d]
     documents = list(pc.iter_documents([fixture_path("wikitext.txt")], "paragraphs"))
     assert lines == [line for d in documents for line in d]  # nothing lost or repeated
     assert stats.documents == 4 and stats.split_documents > 0
+
+
+def test_only_documents_as_large_as_a_block_are_cut(tmp_path):
+    path = tmp_path / "corpus.txt"
+    small = ["s" * 9] * 3              # 30 bytes with the newlines
+    large = ["L" * 19] * 6             # 120 bytes
+    path.write_text("\n\n".join("\n".join(d) for d in [small, small, large, small]) + "\n")
+    stats = pc.CorpusStats()
+    blocks = list(pc.iter_blocks([str(path)], "sentences", 50, stats=stats))
+    # Two small documents reach 50 bytes together and close a block; the large one is cut
+    # into pieces of its own; the last small one ends the file.
+    assert [b.documents for b in blocks] == [[small, small], [large[:3]], [large[3:]], [small]]
+    assert stats.split_documents == 1
+    assert [b.key for b in blocks] == [(0, 0), (0, 1), (0, 2), (0, 3)]
 
 
 def test_sentence_splitting():

@@ -257,6 +257,44 @@ def _records(data):
     return records
 
 
+def test_random_nexts_come_from_any_document_of_the_file(tmp_path):
+    # 120 documents whose words name them ("w17 w17 ..." in document 17), cut into blocks of
+    # about 12 documents: a random next must be able to come from any of them, as in the
+    # original tool, not only from its own block.
+    words = [f"w{k}" for k in range(120)]
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words) + "\n")
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join("\n".join(" ".join([w] * 6) for _ in range(4)) for w in words)
+                      + "\n")
+    output_dir = str(tmp_path / "out")
+    result = subprocess.run(
+        [sys.executable, TOOL, f"--input_file={corpus}", f"--vocab_file={vocab}",
+         f"--output_dir={output_dir}", "--max_seq_length=32", "--max_predictions_per_seq=5",
+         "--dupe_factor=4", "--block_size_kib=1", "--num_workers=2", "--do_lower_case",
+         "--noprogress"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    stats = load_stats(output_dir)
+    assert stats["blocks"] >= 8 and stats["documents_split_at_block_size"] == 0
+    pairs = []
+    for batch in read_records(os.path.join(output_dir, "*.tfrecord"), 4096, 32, 5):
+        ids = batch["input_ids"].copy()
+        rows, slots = np.nonzero(batch["masked_lm_weights"])
+        ids[rows, batch["masked_lm_positions"][rows, slots]] = batch["masked_lm_ids"][rows, slots]
+        for row, segments, label in zip(ids, batch["segment_ids"], batch["next_sentence_labels"]):
+            if label == 1:
+                a = row[(segments == 0) & (row > 4)]
+                b = row[(segments == 1) & (row > 4)]
+                pairs.append((int(np.bincount(a).argmax()) - 5, int(np.bincount(b).argmax()) - 5))
+    pairs = np.array(pairs)
+    assert len(pairs) > 300
+    assert np.all(pairs[:, 0] != pairs[:, 1])
+    # Drawn from the whole file: nearly every document serves as a random next, and most
+    # random nexts come from further away than a block holds.
+    assert len(set(pairs[:, 1].tolist())) >= 110
+    assert np.mean(np.abs(pairs[:, 0] - pairs[:, 1]) > 24) > 0.5
+
+
 def test_a_cased_vocabulary_with_lower_casing_is_refused(tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "The"]) + "\n",
