@@ -2,11 +2,13 @@
 
 The work is in two phases (the units of work are in `bert_keras.data.workers`):
 
-1. Blocks. The main process reads the corpus in order, cuts it into blocks of documents (see
-   `bert_keras.data.corpus`) and tokenizes each block in large batches with the in-graph
-   tokenizer (the only process that runs TensorFlow). Worker processes (NumPy only, so they
-   start in a fraction of a second) turn a block into instances (`bert_keras.data.instances`,
-   all `dupe_factor` passes, random-next segments from the same block), serialize and frame
+1. Blocks. The main process reads the corpus in order, cuts it into blocks of whole documents
+   (see `bert_keras.data.corpus`), tokenizes each block in large batches with the in-graph
+   tokenizer (the only process that runs TensorFlow) and appends it to its input file's token
+   store on disk (`bert_keras.data.token_store`). Once a file is stored whole, worker processes
+   (NumPy only, so they start in a fraction of a second) turn each of its blocks into instances
+   (`bert_keras.data.instances`, all `dupe_factor` passes, random-next segments from any
+   document of the file, read from the store), serialize and frame
    them as TFRecords (`bert_keras.data.records`), deal them at random to the output
    shards, shuffle them, and write one work file per block, records grouped by shard.
 2. Shards. Each output shard is a uniformly random interleaving of its groups from all block
@@ -20,7 +22,7 @@ Memory is one block per worker (and at most two blocks per worker in flight) in 
 bounded read buffer in phase 2, whatever the corpus size. Every random draw is seeded from
 (`random_seed`, task, block or shard index), so the output is byte-identical for any number of
 workers. Every file is written under a temporary name and renamed when complete, and a rerun
-continues from the completed blocks and shards.
+continues from the completed token stores, blocks and shards.
 """
 
 import collections
