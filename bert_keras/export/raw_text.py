@@ -13,6 +13,8 @@ Example:
 import tensorflow as tf
 
 NEG_INF = -1e30  # the score of impossible choices
+# Sequences are cut to the batch's longest, rounded up to a multiple of this.
+LENGTH_MULTIPLE = 16
 
 
 class TaskExportError(ValueError):
@@ -33,6 +35,27 @@ def char_offsets(text, byte_offsets):
     return tf.strings.length(prefixes, unit="UTF8_CHAR")
 
 
+def cut_to_longest(features, max_length, multiple=LENGTH_MULTIPLE):
+    """Packed features cut to the batch's longest sequence, rounded up to `multiple`.
+
+    features: dict of int32 [..., max_length] with "input_mask" (1 = real token). Returns
+    (the dict cut to [..., length], length): every real token is kept, and since padding is
+    masked out of attention, the model's outputs at real positions are those of the full
+    length, for the cost of the batch's longest sequence instead of `max_length`.
+    """
+    longest = tf.reduce_max(tf.reduce_sum(features["input_mask"], axis=-1))
+    length = (tf.maximum(longest, 1) + multiple - 1) // multiple * multiple
+    length = tf.minimum(length, max_length)
+    return {name: value[..., :length] for name, value in features.items()}, length
+
+
+def pad_positions(values, max_length, value=0.0):
+    """values [windows, length, ...] padded with `value` to [windows, max_length, ...]."""
+    rank = len(values.shape)
+    padding = [[0, 0], [0, max_length - tf.shape(values)[1]]] + [[0, 0]] * (rank - 2)
+    return tf.pad(values, padding, constant_values=value)
+
+
 def column(value, rows):
     return tf.RaggedTensor.from_tensor(tf.fill([rows, 1], tf.cast(value, tf.int32)))
 
@@ -48,5 +71,5 @@ def label_names(task_config, count):
     return names
 
 
-__all__ = ["TaskExportError", "NEG_INF", "sanitize_utf8", "char_offsets",
-           "column", "label_names"]
+__all__ = ["TaskExportError", "NEG_INF", "LENGTH_MULTIPLE", "sanitize_utf8", "char_offsets",
+           "cut_to_longest", "pad_positions", "column", "label_names"]

@@ -30,6 +30,11 @@ token_tagging, feature_based_bilstm (CoNLL-2003 NER)
     `entity_score` float32 [batch, max_entities] (the mean probability of the entity's word
     tags, 0 as padding), `num_entities` int32 [batch].
 
+Padding costs nothing: the packed windows of a batch are cut to its longest sequence (rounded
+up to a multiple of 16) before the model runs, and per-position outputs are padded back, so a
+batch of short texts runs at the cost of its length, not of `seq_length`; the outputs equal those
+of the full-length computation.
+
 How text becomes windows, exactly as fine-tuning saw it:
 
 - Classification packs `[CLS] A [SEP] (B [SEP])`; a pair too long loses wordpieces from the
@@ -71,7 +76,7 @@ from bert_keras.export.classification_serving import ClassificationServing
 from bert_keras.export.encoder_export import _Exportable, dtype_policy
 from bert_keras.export.multiple_choice_serving import MultipleChoiceServing
 from bert_keras.export.ner_serving import NerServing
-from bert_keras.export.raw_text import TaskExportError
+from bert_keras.export.raw_text import NEG_INF, TaskExportError, cut_to_longest, pad_positions
 from bert_keras.export.squad_serving import SquadServing
 from bert_keras.model import model_dir as model_dir_lib
 
@@ -147,7 +152,16 @@ class TaskModule(ClassificationServing, MultipleChoiceServing, SquadServing, Ner
         return (tf.cast(ids, tf.int32), tf.cast(starts, tf.int32), tf.cast(ends, tf.int32))
 
     def _run_model(self, features):
-        return self._model(features, training=False)
+        """The model on `features` cut to the batch's longest sequence (`cut_to_longest`);
+        per-position outputs [windows, length, ...] are padded back to seq_length."""
+        features, length = cut_to_longest(features, self._seq_length)
+        outputs = self._model(features, training=False)
+        if self.kind == "squad":
+            return {name: pad_positions(value, self._seq_length, NEG_INF)
+                    for name, value in outputs.items()}
+        if self.kind == "ner":
+            return pad_positions(outputs, self._seq_length)
+        return outputs
 
 
 # ------------------------------------------------------------------------------- exporting

@@ -192,6 +192,34 @@ def test_classification_matches_in_memory_and_python_pipeline(exported, loaded):
     assert len(set(got["label_id"].tolist())) > 1, "degenerate test: one label for every row"
 
 
+def test_a_batch_of_short_texts_runs_at_its_own_length(exported):
+    import tensorflow as tf
+
+    from bert_keras.export import task_export
+    from bert_keras.export.raw_text import cut_to_longest
+
+    root = exported["root"]
+    # The classifier's directory exported with windows of 64: these pairs need at most 32.
+    module = task_export.build_task_module(str(root / "classification_model"), seq_length=64)
+    text_a, text_b = _texts(11, 8, 1, 6), _texts(12, 8, 1, 6)
+    features = module.encode(tf.constant(text_a), tf.constant(text_b))
+    assert features["input_word_ids"].shape[1] == 64
+    longest = int(features["input_mask"].numpy().sum(1).max())
+    cut, length = cut_to_longest(features, 64)
+    assert 8 < longest <= int(length) < 64 and int(length) % 16 == 0
+    assert cut["input_word_ids"].shape[1] == int(length)
+    # The outputs are those of the full-length computation.
+    full = exported["models"]["classification"](features).numpy()
+    got = module.serving_default(text_a=tf.constant(text_a), text_b=tf.constant(text_b))
+    assert np.abs(got["logits"].numpy() - full).max() <= 1e-5
+    assert len(set(full.argmax(-1).tolist())) > 1, "degenerate test: one label for every row"
+    # Whatever the batch, the length stays within the window and covers every real token.
+    for texts in ([""], [" ".join(["word"] * 200)]):
+        features = module.encode(tf.constant(texts), tf.constant(texts))
+        _, length = cut_to_longest(features, 64)
+        assert int(features["input_mask"].numpy().sum(1).max()) <= int(length) <= 64
+
+
 def test_regression_score(exported, loaded):
     _assert_same(loaded["regression"], _in_memory(exported["modules"]["regression"],
                                                   text_a=CLASSIFY_A, text_b=CLASSIFY_B))
