@@ -462,8 +462,10 @@ def _define_flags():
     flags.DEFINE_integer("num_train_steps", defaults.num_train_steps, "Pre-training steps.")
     flags.DEFINE_float("learning_rate", defaults.learning_rate, "Peak learning rate.")
     flags.DEFINE_string("strategy", defaults.strategy, "auto, tpu, gpu, multi_worker or cpu.")
-    flags.DEFINE_enum("dtype", "float32", list(optimization.DTYPE_FLAG_VALUES),
-                      "Training compute dtype: float32, bfloat16 or float16 (variables stay float32).")
+    flags.DEFINE_enum("dtype", "auto", list(optimization.DTYPE_FLAG_VALUES),
+                      "Pre-training compute dtype: float32, bfloat16 or float16 (variables stay "
+                      "float32); auto: bfloat16 where the device computes it natively, else "
+                      "float32.")
     flags.DEFINE_alias("mixed_precision", "dtype")  # the earlier spelling
     flags.DEFINE_integer("num_workers", defaults.num_workers,
                          "Processes for the data stage (0: one per core).")

@@ -33,6 +33,8 @@ Example:
 [0.0, 5e-05, 9e-05, 4.5e-05, 0.0]
 """
 
+import logging
+
 import keras
 from keras import ops
 
@@ -43,13 +45,81 @@ MIXED_PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 # The `--dtype` values every tool takes; a training tool computes in that dtype with float32
 # variables (Keras' mixed policies), an export computes in it. The policy names are accepted too.
 DTYPES = ("float32", "bfloat16", "float16")
-DTYPE_FLAG_VALUES = DTYPES + MIXED_PRECISION_POLICIES[1:]
+# "auto": bfloat16 where the device computes it natively, float32 elsewhere (`resolve_dtype`).
+AUTO_DTYPE = "auto"
+DTYPE_FLAG_VALUES = (AUTO_DTYPE,) + DTYPES + MIXED_PRECISION_POLICIES[1:]
+
+
+def cpu_has_bfloat16_units(cpuinfo="/proc/cpuinfo"):
+    """Whether this CPU computes bfloat16 natively (the `avx512_bf16` or `amx_bf16` flag).
+
+    Reads Linux's /proc/cpuinfo; False where it cannot be read.
+    """
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return bool({"avx512_bf16", "amx_bf16"} & set(line.split(":", 1)[1].split()))
+    except OSError:
+        pass
+    return False
+
+
+def native_bfloat16(strategy=None):
+    """(whether the device computes bfloat16 natively, the device in words).
+
+    A TPU (a `TPUStrategy`, or TPU devices already connected) and a GPU of compute capability
+    8.0 or more do; a CPU does with avx512_bf16 or AMX units.
+    """
+    import tensorflow as tf
+
+    from bert_keras import distribution
+
+    if (strategy is not None and distribution.is_tpu_strategy(strategy)) \
+            or tf.config.list_logical_devices("TPU"):
+        return True, "a TPU"
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        capability = tf.config.experimental.get_device_details(gpus[0]).get("compute_capability")
+        if capability and tuple(capability) >= (8, 0):
+            return True, f"a GPU of compute capability {capability[0]}.{capability[1]}"
+        return False, "a GPU without bfloat16 units (compute capability below 8.0)"
+    if cpu_has_bfloat16_units():
+        return True, "a CPU with bfloat16 units (avx512_bf16 or AMX)"
+    return False, "a CPU without bfloat16 units (no avx512_bf16, no AMX)"
+
+
+def resolve_dtype(dtype, strategy=None):
+    """A `--dtype` value with "auto" decided for this machine.
+
+    "auto" becomes "bfloat16" where the device computes it natively (`native_bfloat16`) and
+    "float32" elsewhere: on a CPU without bf16 units bfloat16 is emulated and slower than
+    float32. An explicit bfloat16 there is kept, with a warning. Other values are returned as
+    they are.
+
+    >>> resolve_dtype("float16")
+    'float16'
+    """
+    if dtype in (None, ""):
+        return "float32"
+    if dtype == AUTO_DTYPE:
+        return "bfloat16" if native_bfloat16(strategy)[0] else "float32"
+    if dtype in ("bfloat16", "mixed_bfloat16"):
+        native, device = native_bfloat16(strategy)
+        if not native:
+            logging.getLogger("bert_keras").warning(
+                "--dtype=%s on %s: bfloat16 is emulated here and slower than float32 "
+                "(--dtype=auto picks float32 on this machine)", dtype, device)
+    return dtype
 
 
 def mixed_precision_policy(dtype):
-    """The Keras policy of a `--dtype` value: "float32", "mixed_bfloat16" or "mixed_float16"."""
+    """The Keras policy of a `--dtype` value: "float32", "mixed_bfloat16" or "mixed_float16";
+    "auto" stays "auto" until `resolve_dtype` decides it for the device."""
     if dtype in (None, "", "float32"):
         return "float32"
+    if dtype == AUTO_DTYPE:
+        return AUTO_DTYPE
     policy = dtype if dtype.startswith("mixed_") else f"mixed_{dtype}"
     if policy not in MIXED_PRECISION_POLICIES:
         raise ValueError(f"unknown dtype {dtype!r}; use one of {DTYPES}")
@@ -317,4 +387,5 @@ def accumulate_gradients(compute_loss, batch, variables, num_micro_batches=1, ji
 __all__ = ["WarmupLinearDecay", "AdamWeightDecay", "Lamb", "create_optimizer", "no_decay_variables",
            "accumulate_gradients", "inner_optimizer",
            "NO_DECAY_NAME_PARTS", "OPTIMIZER_NAMES", "MIXED_PRECISION_POLICIES", "DTYPES",
-           "DTYPE_FLAG_VALUES", "mixed_precision_policy"]
+           "DTYPE_FLAG_VALUES", "AUTO_DTYPE", "mixed_precision_policy", "resolve_dtype",
+           "native_bfloat16", "cpu_has_bfloat16_units"]

@@ -25,9 +25,11 @@ EXPORT_DIR = flags.DEFINE_string("export_dir", None, "Where the SavedModel goes.
 SEQ_LENGTH = flags.DEFINE_integer("seq_length", None, "Preprocessor: the default packed length "
                                   "(128). Task: the window length (default: max_seq_length of "
                                   "task_config.json).")
-DTYPE = flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16"], "Encoder and task: "
-                          "float32 (exact, fast on any CPU) or bfloat16 (mixed_bfloat16 compute "
-                          "for accelerators and AMX CPUs); outputs are float32 either way.")
+DTYPE = flags.DEFINE_enum("dtype", "auto", ["auto", "float32", "bfloat16"], "Encoder and task: "
+                          "float32 (exact) or bfloat16 (mixed_bfloat16 compute, for accelerators "
+                          "and CPUs with bf16 units); outputs are float32 either way. auto: "
+                          "bfloat16 where this machine computes it natively (a TPU, a GPU of "
+                          "compute capability 8.0+, a CPU with avx512_bf16 or AMX), else float32.")
 MAX_WINDOWS = flags.DEFINE_integer("max_windows", None, "Task (SQuAD, NER): read at most this "
                                    "many windows of a text (default 32); the rest is ignored.")
 
@@ -35,11 +37,12 @@ MAX_WINDOWS = flags.DEFINE_integer("max_windows", None, "Task (SQuAD, NER): read
 def main(argv):
     del argv
     from bert_keras.export import export_from_model_dir
+    from bert_keras.optimization import resolve_dtype
 
     start = time.perf_counter()
     try:
         export_from_model_dir(KIND.value, MODEL_DIR.value, EXPORT_DIR.value,
-                              seq_length=SEQ_LENGTH.value, dtype=DTYPE.value,
+                              seq_length=SEQ_LENGTH.value, dtype=resolve_dtype(DTYPE.value),
                               max_windows=MAX_WINDOWS.value)
     except ValueError as error:  # a bad model directory: ModelDirError, WeightsError, ...
         print(f"export_savedmodel: error: {error}", file=sys.stderr)

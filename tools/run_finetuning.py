@@ -18,7 +18,7 @@ import sys
 from absl import app, flags
 
 from bert_keras import distribution
-from bert_keras.optimization import mixed_precision_policy
+from bert_keras.optimization import mixed_precision_policy, resolve_dtype
 from bert_keras.finetuning import run as finetuning
 
 TASK = flags.DEFINE_string("task", None, "glue/<cola|sst2|mrpc|stsb|qqp|mnli|qnli|rte|wnli>, "
@@ -72,15 +72,22 @@ STRATEGY = flags.DEFINE_enum("strategy", "auto", distribution.STRATEGY_NAMES, "D
                              "strategy, as for pre-training; auto: a TPU when one is reachable, "
                              "else several workers (TF_CONFIG) or GPUs, else the one device.")
 TPU = flags.DEFINE_string("tpu", None, "TPU address (default: local, as on a TPU VM or Colab).")
-DTYPE = flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16", "mixed_bfloat16",
-                                               "mixed_float16"],
-                          "Compute dtype (variables stay float32): bfloat16 for TPUs and CPUs with "
-                          "bf16 units, float16 for GPUs.")
+DTYPE = flags.DEFINE_enum("dtype", "auto", ["auto", "float32", "bfloat16", "float16",
+                                            "mixed_bfloat16", "mixed_float16"],
+                          "Compute dtype (variables stay float32). auto: bfloat16 on TPUs, GPUs of "
+                          "compute capability 8.0+ and CPUs with bf16 units (avx512_bf16, AMX), "
+                          "float32 elsewhere; float16 for older GPUs.")
 SEED = flags.DEFINE_integer("seed", 42, "Random seed.")
 STEPS_PER_EXECUTION = flags.DEFINE_integer("steps_per_execution", 1, "Training steps per "
                                            "compiled call (raise on TPUs).")
 JIT_COMPILE = flags.DEFINE_enum("jit_compile", "auto", ["auto", "true", "false"], "XLA; auto: "
                                 "on with a GPU.")
+
+
+def _keras_policy(dtype, strategy):
+    """The Keras policy of --dtype on `strategy`'s device (None: float32, the default policy)."""
+    policy = mixed_precision_policy(resolve_dtype(dtype, strategy))
+    return None if policy == "float32" else policy
 
 
 def main(argv):
@@ -92,7 +99,7 @@ def main(argv):
         result = finetuning.run_finetuning(
             TASK.value, DATA_DIR.value, INIT_MODEL_DIR.value, OUTPUT_DIR.value,
             do_train=DO_TRAIN.value, do_eval=DO_EVAL.value, do_predict=DO_PREDICT.value,
-            strategy=strategy, dtype=None if DTYPE.value == "float32" else mixed_precision_policy(DTYPE.value), seed=SEED.value,
+            strategy=strategy, dtype=_keras_policy(DTYPE.value, strategy), seed=SEED.value,
             steps_per_execution=STEPS_PER_EXECUTION.value,
             jit_compile={"auto": None, "true": True, "false": False}[JIT_COMPILE.value],
             learning_rate=LEARNING_RATE.value, train_batch_size=TRAIN_BATCH_SIZE.value,

@@ -59,10 +59,11 @@ flags.DEFINE_bool("adam_bias_correction", True, "Bias-correct Adam's moments, as
                   "AdamW; --noadam_bias_correction is the original release's update (which learns far "
                   "less at short budgets).")
 flags.DEFINE_float("clip_norm", 1.0, "Clip gradients to this global norm (0: no clipping).")
-flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16", "mixed_bfloat16",
-                                         "mixed_float16"],
+flags.DEFINE_enum("dtype", "auto", ["auto", "float32", "bfloat16", "float16", "mixed_bfloat16",
+                                      "mixed_float16"],
                   "Compute dtype (variables stay float32; layer norms and softmax compute in "
-                  "float32): bfloat16 for TPUs and CPUs with bf16 units, float16 for GPUs (with "
+                  "float32). auto: bfloat16 on TPUs, GPUs of compute capability 8.0+ and CPUs with "
+                  "bf16 units (avx512_bf16, AMX), float32 elsewhere; float16 for older GPUs (with "
                   "loss scaling).")
 flags.DEFINE_alias("mixed_precision", "dtype")  # the earlier spelling
 flags.DEFINE_integer("gradient_accumulation_steps", 1, "Split each replica's batch into this many "

@@ -85,7 +85,9 @@ class PretrainingOptions:
     left_to_right: causal attention, next-token targets, no NSP ("LTR & No NSP").
     dynamic_masking: mask on the fly, a new mask each time a sequence is read.
     gradient_accumulation_steps: split each replica's batch in this many micro-batches.
-    mixed_precision: "float32", "mixed_bfloat16" (TPUs) or "mixed_float16" (GPUs, with loss scaling).
+    mixed_precision: "float32", "mixed_bfloat16" (TPUs, recent GPUs, CPUs with bf16 units),
+      "mixed_float16" (GPUs, with loss scaling) or "auto" (mixed_bfloat16 where the device computes
+      bfloat16 natively, else float32; decided once the strategy is known).
     adam_bias_correction: Adam's bias correction (as PyTorch's and Keras' AdamW); False is the
       released `AdamWeightDecayOptimizer`, which has none and learns far less at short budgets.
     """
@@ -148,8 +150,9 @@ class PretrainingOptions:
             raise ValueError("output_dir must differ from init_model_dir")
         if self.optimizer not in optimization.OPTIMIZER_NAMES:
             raise ValueError(f"optimizer must be one of {optimization.OPTIMIZER_NAMES}")
-        if self.mixed_precision not in optimization.MIXED_PRECISION_POLICIES:
-            raise ValueError(f"mixed_precision must be one of {optimization.MIXED_PRECISION_POLICIES}")
+        allowed = optimization.MIXED_PRECISION_POLICIES + (optimization.AUTO_DTYPE,)
+        if self.mixed_precision not in allowed:
+            raise ValueError(f"mixed_precision must be one of {allowed}")
         if not 0 < self.masked_lm_prob < 1:
             raise ValueError(f"masked_lm_prob must be in (0, 1), got {self.masked_lm_prob}")
 
@@ -364,10 +367,17 @@ def _checkpoint_manager(options, state):
                                       checkpoint_name="ckpt")
 
 
+def _resolve_precision(options, strategy):
+    """Decides `mixed_precision="auto"` for `strategy`'s device (`optimization.resolve_dtype`)."""
+    options.mixed_precision = optimization.mixed_precision_policy(
+        optimization.resolve_dtype(options.mixed_precision, strategy))
+
+
 def train(options, strategy=None):
     """Trains (or resumes) and writes the model directory; returns the final metrics dict."""
     options.validate()
     strategy = strategy or distribution.resolve_strategy(options.strategy, options.tpu)
+    _resolve_precision(options, strategy)
     _check_batch(options, strategy)
     setup = resolve_model_setup(options)
     if options.max_seq_length > setup.config.max_position_embeddings:
@@ -524,6 +534,7 @@ def evaluate(options, strategy=None):
     """
     options.validate()
     strategy = strategy or distribution.resolve_strategy(options.strategy, options.tpu)
+    _resolve_precision(options, strategy)
     setup = resolve_model_setup(options)
     files, kind = _prepare_records(options)
     state, source = _state_for_inference(options, strategy, setup)
@@ -564,6 +575,7 @@ def evaluate(options, strategy=None):
 def export_model_dir(options, strategy=None):
     """Writes the model directory of `output_dir` from its latest checkpoint (e.g. after a stop)."""
     strategy = strategy or tf.distribute.get_strategy()
+    _resolve_precision(options, strategy)
     setup = resolve_model_setup(options)
     checkpoints = os.path.join(options.output_dir, CHECKPOINTS_DIR)
     if not (tf.io.gfile.exists(checkpoints) and tf.train.latest_checkpoint(checkpoints)):

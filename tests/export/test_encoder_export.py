@@ -213,7 +213,8 @@ def _run_cli(model_dir, export_dir):
 
     return subprocess.run(
         [sys.executable, os.path.join(REPO_ROOT, "tools", "export_savedmodel.py"),
-         f"--model_dir={model_dir}", f"--export_dir={export_dir}", "--kind=encoder"],
+         f"--model_dir={model_dir}", f"--export_dir={export_dir}", "--kind=encoder",
+         "--dtype=float32"],
         capture_output=True, text=True, timeout=300,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
 

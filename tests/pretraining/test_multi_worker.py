@@ -46,7 +46,7 @@ def command(data, output_dir, strategy, *extra):
             f"--vocab_file={data}/vocab.txt", "--max_seq_length=32", "--max_predictions_per_seq=5",
             "--train_batch_size=16", f"--num_train_steps={STEPS}", "--num_warmup_steps=2",
             "--learning_rate=1e-3", "--steps_per_execution=2", "--save_checkpoints_steps=4",
-            "--shuffle_buffer_size=1", f"--strategy={strategy}", *extra]
+            "--shuffle_buffer_size=1", f"--strategy={strategy}", "--dtype=float32", *extra]
 
 
 def _free_ports(count):

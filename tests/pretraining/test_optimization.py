@@ -165,3 +165,57 @@ def test_rejects_unknown_choices():
         optimization.create_optimizer(variable_map, 1e-4, 10, 1, optimizer="sgd")
     with pytest.raises(ValueError, match="mixed_precision"):
         optimization.create_optimizer(variable_map, 1e-4, 10, 1, mixed_precision="float16")
+
+
+# ------------------------------------------------------------------------------ --dtype=auto
+def _cpuinfo(tmp_path, flags):
+    path = tmp_path / "cpuinfo"
+    path.write_text(f"processor\t: 0\nmodel name\t: test\nflags\t\t: {flags}\n\n")
+    return str(path)
+
+
+def test_cpu_bfloat16_units_are_read_from_the_cpu_flags(tmp_path):
+    assert optimization.cpu_has_bfloat16_units(_cpuinfo(tmp_path, "fpu avx2 avx512f avx512_bf16"))
+    assert optimization.cpu_has_bfloat16_units(_cpuinfo(tmp_path, "fpu avx2 amx_bf16 amx_tile"))
+    assert not optimization.cpu_has_bfloat16_units(_cpuinfo(tmp_path, "fpu avx2 fma avx512f"))
+    assert not optimization.cpu_has_bfloat16_units(str(tmp_path / "missing"))
+
+
+def test_auto_dtype_is_bfloat16_only_on_native_units(monkeypatch, caplog):
+    import tensorflow as tf
+
+    if tf.config.list_physical_devices("GPU") or tf.config.list_logical_devices("TPU"):
+        pytest.skip("decided by the accelerator here")
+    for native, expected in ((True, "bfloat16"), (False, "float32")):
+        monkeypatch.setattr(optimization, "cpu_has_bfloat16_units", lambda native=native: native)
+        assert optimization.resolve_dtype("auto") == expected
+        assert optimization.mixed_precision_policy(optimization.resolve_dtype("auto")) == (
+            "mixed_bfloat16" if native else "float32")
+    # An explicit bfloat16 on a CPU without bf16 units is kept, with a warning.
+    with caplog.at_level("WARNING", logger="bert_keras"):
+        assert optimization.resolve_dtype("bfloat16") == "bfloat16"
+    assert "slower than float32" in caplog.text and "without bfloat16 units" in caplog.text
+    caplog.clear()
+    monkeypatch.setattr(optimization, "cpu_has_bfloat16_units", lambda: True)
+    with caplog.at_level("WARNING", logger="bert_keras"):
+        assert optimization.resolve_dtype("mixed_bfloat16") == "mixed_bfloat16"
+    assert caplog.text == ""
+    assert optimization.resolve_dtype("float16") == "float16"
+    assert optimization.mixed_precision_policy("auto") == "auto"
+
+
+def test_pretraining_auto_dtype_follows_the_device(monkeypatch):
+    from bert_keras.pretraining import run as pretraining
+
+    options = pretraining.PretrainingOptions(input_files="x", output_dir="y", config="tiny",
+                                             vocab_file="v", mixed_precision="auto")
+    options.validate()
+    import tensorflow as tf
+
+    monkeypatch.setattr(optimization, "native_bfloat16", lambda strategy=None: (False, "a CPU"))
+    pretraining._resolve_precision(options, tf.distribute.get_strategy())
+    assert options.mixed_precision == "float32"
+    options.mixed_precision = "auto"
+    monkeypatch.setattr(optimization, "native_bfloat16", lambda strategy=None: (True, "a TPU"))
+    pretraining._resolve_precision(options, tf.distribute.get_strategy())
+    assert options.mixed_precision == "mixed_bfloat16"

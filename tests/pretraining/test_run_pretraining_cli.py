@@ -34,7 +34,7 @@ def command(data, output_dir, *extra):
             "--preset=tiny", f"--vocab_file={data}/vocab.txt", "--max_seq_length=32",
             "--max_predictions_per_seq=5", "--train_batch_size=16", f"--num_train_steps={STEPS}",
             "--num_warmup_steps=5", "--learning_rate=5e-4", "--steps_per_execution=5",
-            "--save_checkpoints_steps=10", "--strategy=cpu", *extra]
+            "--save_checkpoints_steps=10", "--strategy=cpu", "--dtype=float32", *extra]
 
 
 def _env():
