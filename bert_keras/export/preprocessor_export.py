@@ -16,6 +16,11 @@ What a consumer finds after `import tensorflow_text` and `obj = tf.saved_model.l
   A pair too long loses wordpieces from the end of the currently longer segment (the second
   when equal), the original `_truncate_seq_pair`, as fine-tuning packs them. `seq_length`
   defaults to the export's; traced for 1 and 2 segments of ragged rank 1 and 2.
+- `obj.bert_pack_inputs_to_longest(segments, seq_length=N)`: the same, then cut to the batch's
+  longest sequence rounded up to a multiple of 16 (at most N): int32 [batch, L]. The encoder
+  takes any length, and its outputs at the real tokens are those of the fixed length, for the
+  cost of the batch's longest text instead of N (an extension of the TF Hub API, which packs to
+  a fixed length).
 - `obj.vocab_file` (a SavedModel asset, copied with the directory), `obj.seq_length`,
   `obj.do_lower_case` (variables), `obj.signatures["serving_default"]` (input `text`).
 
@@ -35,6 +40,7 @@ import tensorflow as tf
 
 from bert_keras.model import model_dir as model_dir_lib
 from bert_keras.export.encoder_export import _Exportable
+from bert_keras.export.raw_text import cut_to_longest
 from bert_keras.text.packing import flat_segment, pack_segments
 
 DEFAULT_SEQ_LENGTH = 128
@@ -82,10 +88,16 @@ class TokenizeModule(_Exportable):
 
 
 class PackInputsModule(_Exportable):
-    """`preprocessor.bert_pack_inputs`: one or two segments, ragged rank 1 or 2."""
+    """`preprocessor.bert_pack_inputs`: one or two segments, ragged rank 1 or 2.
 
-    def __init__(self, special_ids, seq_length):
+    With `to_longest` (`preprocessor.bert_pack_inputs_to_longest`) the packed inputs are then
+    cut to the batch's longest sequence, rounded up to a multiple of 16
+    (`bert_keras.export.raw_text.cut_to_longest`).
+    """
+
+    def __init__(self, special_ids, seq_length, to_longest=False):
         super().__init__()
+        self._to_longest = to_longest
         self._cls = special_ids["start_of_sequence_id"]
         self._sep = special_ids["end_of_segment_id"]
         self._pad = special_ids["padding_id"]
@@ -109,7 +121,10 @@ class PackInputsModule(_Exportable):
             message=f"seq_length must leave room for [CLS] and {len(segments)} [SEP]")]
         with tf.control_dependencies(checks):
             seq_length = tf.identity(seq_length)
-        return pack_segments(segments, seq_length, self._cls, self._sep, self._pad)
+        features = pack_segments(segments, seq_length, self._cls, self._sep, self._pad)
+        if self._to_longest:
+            features, _ = cut_to_longest(features, seq_length)
+        return features
 
 
 class PreprocessorModule(_Exportable):
@@ -131,6 +146,8 @@ class PreprocessorModule(_Exportable):
         self.tokenize = TokenizeModule(tokenizer, special_ids, int(tokenizer.vocab_size),
                                        self.vocab_file)
         self.bert_pack_inputs = PackInputsModule(special_ids, self._seq_length)
+        self.bert_pack_inputs_to_longest = PackInputsModule(special_ids, self._seq_length,
+                                                            to_longest=True)
         self.seq_length = tf.Variable(self._seq_length, trainable=False, name="seq_length")
         self.do_lower_case = tf.Variable(bool(tokenizer.lower_case), trainable=False,
                                          name="do_lower_case")

@@ -59,6 +59,13 @@ results["pack_pair_rank1"] = numpy_dict(obj.bert_pack_inputs(
 results["pack_single_default"] = numpy_dict(obj.bert_pack_inputs([tokens]))
 results["pack_single_rank1_long"] = numpy_dict(obj.bert_pack_inputs([tokens.merge_dims(1, 2)],
                                                                     seq_length=64))
+results["longest_short"] = numpy_dict(obj.bert_pack_inputs_to_longest(
+    [obj.tokenize(tf.constant(["bob", "who lives in paris?"]))], seq_length=64))
+results["longest_pair"] = numpy_dict(obj.bert_pack_inputs_to_longest([tokens[:3], tokens_b[:3]],
+                                                                     seq_length=64))
+results["pack_pair_64"] = numpy_dict(obj.bert_pack_inputs([tokens[:3], tokens_b[:3]],
+                                                          seq_length=64))
+results["longest_default"] = numpy_dict(obj.bert_pack_inputs_to_longest([tokens]))
 results["seq_length"] = int(obj.seq_length.numpy())
 results["do_lower_case"] = bool(obj.do_lower_case.numpy())
 results["assets"] = sorted(os.listdir(os.path.join(EXPORT_DIR, "assets")))
@@ -127,6 +134,23 @@ def test_call_and_pair_packing_match_the_fine_tuning_pipeline(exported, loaded):
     assert loaded["pack_single_rank1_long"]["input_word_ids"].shape == (len(TEXTS), 64)
     # "Hello" * 50 is one word of 250 characters: [UNK], as the original (over 200).
     assert loaded["tokenize"][5] == [[1]]
+
+
+def test_packing_to_the_batch_s_longest(loaded):
+    # Two short texts: 16 positions (the longest, 7, rounded up to 16) instead of 64.
+    short = loaded["longest_short"]
+    assert short["input_word_ids"].shape == (2, 16)
+    assert short["input_mask"].sum(1).tolist() == [3, 7]
+    # The same rows as the fixed length, cut where every row is padding.
+    pair, fixed = loaded["longest_pair"], loaded["pack_pair_64"]
+    length = pair["input_word_ids"].shape[1]
+    assert length % 16 == 0 and length < 64
+    assert fixed["input_mask"].sum(1).max() <= length
+    for name in fixed:
+        np.testing.assert_array_equal(pair[name], fixed[name][:, :length], err_msg=name)
+        assert not fixed[name][:, length:].any()
+    # Never longer than seq_length (the export's 16 by default here).
+    assert loaded["longest_default"]["input_word_ids"].shape == (len(TEXTS), SEQ)
 
 
 def test_tf_hub_names_special_ids_and_asset(exported, loaded):
