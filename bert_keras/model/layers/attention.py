@@ -81,9 +81,11 @@ class SelfAttention(keras.layers.Layer):
 
     def call(self, hidden_states, attention_mask, training=None):
         batch, seq_length = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
-        query = self._split_heads(self.query(hidden_states), batch, seq_length)  # [b, n, s, d]
-        key = self._split_heads(self.key(hidden_states), batch, seq_length)  # [b, n, s, d]
-        value = self._split_heads(self.value(hidden_states), batch, seq_length)  # [b, n, s, d]
+        # Projections on [batch * seq, hidden]: one MatMul each, fused with its bias add.
+        flat = ops.reshape(hidden_states, (-1, self.hidden_size))
+        query = self._split_heads(self.query(flat), batch, seq_length)  # [b, n, s, d]
+        key = self._split_heads(self.key(flat), batch, seq_length)  # [b, n, s, d]
+        value = self._split_heads(self.value(flat), batch, seq_length)  # [b, n, s, d]
 
         query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
         attention_scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # [b, n, s, s]

@@ -1,6 +1,7 @@
 """The post-layer-norm Transformer encoder block of BERT."""
 
 import keras
+from keras import ops
 
 from bert_keras.model.layers.attention import SelfAttention
 
@@ -81,13 +82,18 @@ class TransformerBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, hidden_states, attention_mask, training=None):
+        shape = ops.shape(hidden_states)
         attention = self.attention(hidden_states, attention_mask, training=training)
+        # The dense layers see [batch * seq, hidden]: on 2-D inputs a Dense is one MatMul, which
+        # TensorFlow fuses with its bias add and GELU (on 3-D inputs reshapes come between).
+        attention = ops.reshape(attention, (-1, self.hidden_size))
+        hidden_states = ops.reshape(hidden_states, (-1, self.hidden_size))
         attention = self.dropout(self.attention_output(attention), training=training)
         attention_output = self.attention_layer_norm(hidden_states + attention)
 
-        intermediate_output = self.intermediate(attention_output)  # [b, s, intermediate]
+        intermediate_output = self.intermediate(attention_output)  # [b * s, intermediate]
         layer_output = self.dropout(self.output_dense(intermediate_output), training=training)
-        return self.output_layer_norm(attention_output + layer_output)
+        return ops.reshape(self.output_layer_norm(attention_output + layer_output), shape)
 
     def compute_output_shape(self, hidden_states_shape, attention_mask_shape=None):
         return tuple(hidden_states_shape)
