@@ -28,6 +28,8 @@ def commands(quick, wikitext_dir, glue_dir):
         [python, os.path.join(HERE, "bench_end_to_end.py")],
         [python, os.path.join(HERE, "bench_pretraining_step.py")]
         + (["--models=small:16"] if quick else []),
+        [python, os.path.join(HERE, "profile_ops.py")],
+        [python, os.path.join(HERE, "profile_ops.py"), "--dtype=bfloat16"],
     ]
     data_tool = os.path.join(HERE, "bench_pretraining_data.py")
     if os.path.exists(data_tool) and wikitext_dir:
