@@ -37,6 +37,9 @@ dropout off, both from the reference's initial weights, the same N batches; it r
 masked-LM and next-sentence loss of every step on both sides and their largest difference. With
 dropout off nothing random is left, so a difference in the model, the loss, the gradients, the
 clipping, the optimizer, the weight-decay set or the schedule shows up here within a few steps.
+As a control it also runs the reference against itself from weights perturbed by one part in a
+million: float rounding differences grow by themselves once the learning rate is high, and
+the control shows by how much.
 
 Baselines, computed on the same held-out records: the most frequent masked token of the training
 records (the unigram baseline of masked-LM accuracy) and the majority next-sentence label.
@@ -292,10 +295,21 @@ def compare_trajectories(preset, batches, vocab, vocab_size, work, total_steps):
                                              make_train_function)
 
     torch.set_num_threads(os.cpu_count() or 1)
-    model = _hf_model(preset, vocab_size, dropout=0.0)
-    optimizer, scheduler = _hf_optimizer(model, total_steps)
-    model.train()
-    reference = [_hf_step(model, optimizer, scheduler, batch) for batch in batches]
+
+    def reference_run(perturbation):
+        model = _hf_model(preset, vocab_size, dropout=0.0)
+        generator = torch.Generator().manual_seed(0)
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.mul_(1 + perturbation * torch.randn(parameter.shape, generator=generator))
+        optimizer, scheduler = _hf_optimizer(model, total_steps)
+        model.train()
+        return [_hf_step(model, optimizer, scheduler, batch) for batch in batches]
+
+    reference = reference_run(0.0)
+    # The control: the reference against itself from weights perturbed by one part in a
+    # million, which shows how fast float rounding differences grow on their own.
+    perturbed = reference_run(1e-6)
 
     init_dir = hf_initial_model_dir(preset, vocab, vocab_size, work)
     options = pretraining.PretrainingOptions(
@@ -317,9 +331,17 @@ def compare_trajectories(preset, batches, vocab, vocab_size, work, total_steps):
         metrics = metrics_from_sums({name: result[name].numpy() for name in SUM_NAMES})
         ours.append((metrics["masked_lm_loss"], metrics["next_sentence_loss"]))
     differences = np.abs(np.asarray(ours) - np.asarray(reference))
+    control = np.abs(np.asarray(perturbed) - np.asarray(reference))
+
+    def per_ten(values):
+        return [float(values[i:i + 10, 0].max()) for i in range(0, len(values), 10)]
+
     return {"preset": preset, "steps": len(batches), "schedule_total_steps": total_steps,
             "max_abs_difference": {"masked_lm_loss": float(differences[:, 0].max()),
                                    "next_sentence_loss": float(differences[:, 1].max())},
+            "masked_lm_loss_difference_per_10_steps": {
+                "ours_vs_reference": per_ten(differences),
+                "reference_vs_reference_perturbed_1e-6": per_ten(control)},
             "ours": [[round(a, 6), round(b, 6)] for a, b in ours],
             "hf_pytorch": [[round(a, 6), round(b, 6)] for a, b in reference]}
 
@@ -387,7 +409,9 @@ def main():
             trajectory = compare_trajectories(preset, batches, vocab, vocab_size, work, max(budgets))
             payload["trajectories"].append(trajectory)
             print(f"{preset}: dropout off, {trajectory['steps']} steps from the same weights: "
-                  f"largest loss difference {trajectory['max_abs_difference']}")
+                  f"largest loss difference {trajectory['max_abs_difference']}; largest MLM "
+                  f"loss difference per 10 steps: "
+                  f"{trajectory['masked_lm_loss_difference_per_10_steps']}")
     path = bench_common.write_results(args.output_name, payload)
     rows = payload["rows"]
     for seed in seeds:
