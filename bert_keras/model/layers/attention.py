@@ -28,7 +28,7 @@ def attention_mask_from_input_mask(input_mask, causal=False):
 
 
 class SelfAttention(keras.layers.Layer):
-    """BERT self-attention: query/key/value projections, per-head softmax.
+    """BERT self-attention: query/key/value projections, per-head softmax, output projection.
 
     The softmax runs in float32 under mixed precision.
 
@@ -81,17 +81,11 @@ class SelfAttention(keras.layers.Layer):
 
     def call(self, hidden_states, attention_mask, training=None):
         batch, seq_length = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
-        # Query, key and value in one [hidden, 3 * hidden] matmul on [batch * seq, hidden] (the
-        # three kernels stay separate variables, under their original names), then one
-        # transpose to [3, b, n, s, d].
+        # Projections on [batch * seq, hidden]: one MatMul each, fused with its bias add.
         flat = ops.reshape(hidden_states, (-1, self.hidden_size))
-        kernel = ops.concatenate([self.query.kernel, self.key.kernel, self.value.kernel], axis=1)
-        bias = ops.concatenate([self.query.bias, self.key.bias, self.value.bias], axis=0)
-        qkv = ops.add(ops.matmul(flat, ops.cast(kernel, self.compute_dtype)),
-                      ops.cast(bias, self.compute_dtype))  # [b * s, 3 * hidden]
-        qkv = ops.reshape(qkv, (batch, seq_length, 3, self.num_heads, self.head_size))
-        qkv = ops.transpose(qkv, (2, 0, 3, 1, 4))  # [3, b, n, s, d]
-        query, key, value = qkv[0], qkv[1], qkv[2]
+        query = self._split_heads(self.query(flat), batch, seq_length)  # [b, n, s, d]
+        key = self._split_heads(self.key(flat), batch, seq_length)  # [b, n, s, d]
+        value = self._split_heads(self.value(flat), batch, seq_length)  # [b, n, s, d]
 
         query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
         attention_scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # [b, n, s, s]
