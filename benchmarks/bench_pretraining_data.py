@@ -43,6 +43,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import bench_common  # noqa: E402
 from bert_keras.data.corpus import iter_documents  # noqa: E402
 from bert_keras.text.sentence_splitting import split_sentences  # noqa: E402
 
@@ -178,11 +180,14 @@ def main():
     parser.add_argument("--num_output_shards", type=int, default=16)
     parser.add_argument("--work_dir", default=None)
     parser.add_argument("--output_json", default=None)
+    parser.add_argument("--name", default="pretraining_data",
+                        help="results file benchmarks/results/<name>.json")
     parser.add_argument("--fixed_block_size_kib", type=int, default=1024,
                         help="also run the smallest and largest corpora with this block size, "
                              "to show memory at a fixed block size (0: skip)")
     args = parser.parse_args()
     work = args.work_dir or tempfile.mkdtemp(prefix="bench_pretraining_")
+    os.makedirs(work, exist_ok=True)
     scales = [int(s) for s in args.scales.split(",") if s]
     original_scales = [int(s) for s in args.original_scales.split(",") if s]
     if original_scales and importlib.util.find_spec("bert") is None:
@@ -258,6 +263,15 @@ def main():
     if args.output_json:
         with open(args.output_json, "w") as f:
             json.dump(report, f, indent=1)
+    corpus_sizes = ", ".join(f"{s}x = {os.path.getsize(corpora[s]) / 1e6:.2f} MB"
+                             for s in sorted(corpora))
+    report.update(
+        corpus=f"WikiText-2 valid+test sentence-split, {corpus_sizes}",
+        settings="uncased 30,522 vocab, seq 128, 20 predictions, masked_lm_prob 0.15, dupe 5, "
+                 f"seed 12345, {args.num_output_shards} shards, "
+                 f"{args.num_workers or os.cpu_count()} workers; whole processes",
+        machine=bench_common.cpu_description(), versions=bench_common.versions())
+    print("wrote", bench_common.write_results(args.name, report))
 
 
 if __name__ == "__main__":

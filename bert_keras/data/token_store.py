@@ -4,8 +4,9 @@ The original tool holds the whole corpus in memory and draws each random-next se
 document. Here the main process appends each tokenized block of an input file to that file's
 token store; once the file is complete, the workers make the instances of its blocks, reading
 their own documents and the random documents they draw with positioned reads. Memory stays one
-block per worker whatever the size of the file; the store takes 2 bytes per token on disk (4
-with vocabularies of more than 65,536 tokens) until the run ends.
+block per worker whatever the size of the file (the offsets, 8 bytes per sentence, are
+memory-mapped: pages the operating system can drop); the store takes 2 bytes per token on disk
+(4 with vocabularies of more than 65,536 tokens) until the run ends.
 
 Files, under a prefix such as `<work dir>/tokens-00003` (input file number 3):
 
@@ -101,8 +102,15 @@ class TokenStoreWriter:
                 os.remove(self.temporary + suffix)
 
 
+def _map(path, count):
+    """int64 [count] of a file, memory-mapped (an empty array for an empty file)."""
+    if count == 0:
+        return np.zeros([0], np.int64)
+    return np.memmap(path, dtype="<i8", mode="r", shape=(count,))
+
+
 class TokenStore:
-    """Reads a complete store with positioned reads (nothing of it is held in memory)."""
+    """Reads a complete store: offsets memory-mapped, token ids with positioned reads."""
 
     def __init__(self, prefix):
         with open(prefix + ".json", encoding="utf-8") as f:
@@ -112,11 +120,16 @@ class TokenStore:
         self.num_documents = record["documents"]
         self.blocks = {int(k): v for k, v in record["blocks"].items()}
         self.descriptors = [os.open(prefix + suffix, os.O_RDONLY) for suffix in _SUFFIXES]
+        # The offsets (8 bytes per sentence) are mapped, not read: a random next looks them up
+        # without a system call, and the pages are the operating system's to keep or drop.
+        self._offsets = [None, _map(prefix + ".sentences", record["sentences"]),
+                         _map(prefix + ".documents", record["documents"])]
 
     def close(self):
         for descriptor in self.descriptors:
             os.close(descriptor)
         self.descriptors = []
+        self._offsets = [None, None, None]
 
     def _read(self, which, dtype, start, end):
         """Elements [start, end) of file `which` as an array of `dtype`."""
@@ -128,8 +141,10 @@ class TokenStore:
 
     def _ends(self, which, first, end):
         """The start and end offsets of items [first, end) of `.sentences` or `.documents`."""
-        ends = self._read(which, np.dtype("<i8"), max(0, first - 1), end)
-        return np.concatenate([[0], ends]) if first == 0 else ends
+        ends = self._offsets[which]
+        if first == 0:
+            return np.concatenate([[0], ends[:end]]).astype(np.int64)
+        return np.asarray(ends[first - 1:end], np.int64)
 
     def sentence_lengths(self, document):
         """int64 [sentences of `document`]: the tokens of each of its sentences."""
