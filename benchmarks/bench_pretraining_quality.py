@@ -434,7 +434,7 @@ def main():
                         os.path.join(work, f"ours-released-{preset}-{steps}-{seed}"),
                         bias_correction=False, seed=seed),
                 }
-                wanted = args.contenders.split(",")
+                wanted = [name for name in args.contenders.split(",") if name]
                 if preset not in args.released_update_presets.split(","):
                     wanted = [name for name in wanted if name != "ours_released_update"]
                 if "hf_pytorch" in wanted and batches is None:
