@@ -187,6 +187,17 @@ def _adam_math(gradient, variable, m, v, lr, one_minus_beta_1, one_minus_beta_2,
 
 
 _ADAM_UPDATE = []
+# Variables this large (the word embeddings, the feed-forward kernels of BERT-small and up) get
+# the one-loop update; for smaller ones the ten ops cost less than compiling the loop.
+_FUSED_MIN_SIZE = 1 << 20
+
+
+def _num_elements(variable):
+    size = 1
+    for dimension in variable.shape:
+        size *= int(dimension)
+    return size
+
 
 
 def _adam_update(*args):
@@ -231,7 +242,7 @@ class AdamWeightDecay(_SummedGradients, keras.optimizers.Optimizer):
         gradient = ops.cast(gradient, variable.dtype)
         index = self._get_variable_index(variable)
         m, v = self._momentums[index], self._velocities[index]
-        if keras.backend.backend() == "tensorflow":
+        if keras.backend.backend() == "tensorflow" and _num_elements(variable) >= _FUSED_MIN_SIZE:
             self._fused_tf_update(gradient, variable, lr, m, v)
             return
         self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1.0 - self.beta_1))
@@ -246,7 +257,8 @@ class AdamWeightDecay(_SummedGradients, keras.optimizers.Optimizer):
     def _fused_tf_update(self, gradient, variable, lr, m, v):
         """The same update as one XLA-compiled loop over the variable and its moments (about
         ten elementwise ops otherwise, each a pass over memory: most of the update's time for
-        the 30k x H word embeddings). Same formula, same float32 rounding."""
+        the 30k x H word embeddings). Same formula in float32; used for variables of
+        `_FUSED_MIN_SIZE` elements or more."""
         dtype = variable.dtype
         one = ops.ones((), dtype)
         if self.bias_correction:

@@ -45,10 +45,13 @@ def _clip(grads, clip_norm):
     return [g * clip_norm / max(norm, clip_norm) for g in grads], norm
 
 
+@pytest.mark.parametrize("fused", [False, True], ids=["ops", "one_xla_loop"])
 @pytest.mark.parametrize("bias_correction", [True, False], ids=["adamw", "released_uncorrected"])
-def test_adamw_matches_adam_with_decoupled_weight_decay(bias_correction):
+def test_adamw_matches_adam_with_decoupled_weight_decay(bias_correction, fused, monkeypatch):
     """True: Adam's bias-corrected moments (PyTorch's and Keras' AdamW); False: the released
-    `AdamWeightDecayOptimizer`, which has no bias correction."""
+    `AdamWeightDecayOptimizer`, which has no bias correction. Both ways of computing it: the
+    separate ops (small variables) and one XLA-compiled loop (large ones)."""
+    monkeypatch.setattr(optimization, "_FUSED_MIN_SIZE", 0 if fused else 1 << 40)
     rng = np.random.default_rng(0)
     variable_map = _variables(rng)
     weights = {name: v.numpy().astype(np.float64) for name, v in variable_map.items()}
