@@ -126,6 +126,16 @@ def matmul_peak(dtype, m=4096, k=512, n=2048, repeats=5):
     return 10 * 2 * m * k * n / best / 1e9
 
 
+def seconds_per_call(run, calls):
+    """Mean seconds of `calls` calls of `run`, after two warm-up calls."""
+    for _ in range(2):
+        run()
+    start = time.perf_counter()
+    for _ in range(calls):
+        run()
+    return (time.perf_counter() - start) / calls
+
+
 def encoder_flops(layers, hidden, intermediate, heads, batch, seq):
     tokens = batch * seq
     dense = 2 * tokens * (4 * hidden * hidden + 2 * hidden * intermediate) * layers
@@ -148,12 +158,7 @@ def profile_encoder(dtype, calls):
               "input_type_ids": tf.zeros_like(ids)}
     forward = tf.function(lambda: encoder(inputs, training=False)["sequence_output"])
     run = lambda: forward().numpy()  # noqa: E731
-    for _ in range(2):
-        run()
-    start = time.perf_counter()
-    for _ in range(calls):
-        run()
-    seconds = (time.perf_counter() - start) / calls
+    seconds = seconds_per_call(run, calls)
     flops = encoder_flops(6, 384, 1536, 12, 32, 128)
     return "encoder forward (L6 H384, batch 32, seq 128)", run, seconds, flops
 
@@ -185,12 +190,7 @@ def profile_pretraining_step(dtype, calls):
     }
     iterator = iter(tf.data.Dataset.from_tensors(example).repeat())
     run = lambda: train_steps(iterator, tf.constant(1))["loss"].numpy()  # noqa: E731
-    for _ in range(2):
-        run()
-    start = time.perf_counter()
-    for _ in range(calls):
-        run()
-    seconds = (time.perf_counter() - start) / calls
+    seconds = seconds_per_call(run, calls)
     # Forward and backward: about 3x the forward matmul FLOPs, plus the MLM output layer.
     flops = 3 * (encoder_flops(config.num_hidden_layers, config.hidden_size,
                                config.intermediate_size, config.num_attention_heads, batch, seq)
