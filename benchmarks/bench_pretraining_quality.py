@@ -449,8 +449,9 @@ def main():
                     path = bench_common.write_results(args.output_name, payload)
     columns = ["preset", "steps", "implementation", "seed", "heldout_masked_lm_accuracy",
                "heldout_masked_lm_loss", "heldout_next_sentence_accuracy", "steps_per_second"]
-    bench_common.print_table(rows, columns)
-    if len(seeds) > 1:
+    if rows:
+        bench_common.print_table(rows, columns)
+    if rows and len(seeds) > 1:
         bench_common.print_table(payload["seed_summary"],
                                  ["preset", "steps", "implementation", "seeds", "mean", "min", "max"])
     print(f"wrote {path}")
