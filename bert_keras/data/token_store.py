@@ -119,25 +119,25 @@ class TokenStore:
         self.dtype = np.dtype(record["dtype"])
         self.num_documents = record["documents"]
         self.blocks = {int(k): v for k, v in record["blocks"].items()}
-        self.descriptors = [os.open(prefix + suffix, os.O_RDONLY) for suffix in _SUFFIXES]
+        self._ids = os.open(prefix + ".ids", os.O_RDONLY)
         # The offsets (8 bytes per sentence) are mapped, not read: a random next looks them up
         # without a system call, and the pages are the operating system's to keep or drop.
         self._offsets = [None, _map(prefix + ".sentences", record["sentences"]),
                          _map(prefix + ".documents", record["documents"])]
 
     def close(self):
-        for descriptor in self.descriptors:
-            os.close(descriptor)
-        self.descriptors = []
+        if self._ids is not None:
+            os.close(self._ids)
+        self._ids = None
         self._offsets = [None, None, None]
 
-    def _read(self, which, dtype, start, end):
-        """Elements [start, end) of file `which` as an array of `dtype`."""
-        size = dtype.itemsize
-        data = os.pread(self.descriptors[which], (end - start) * size, start * size)
+    def _read_ids(self, start, end):
+        """Token ids [start, end) of `.ids`, as int32."""
+        size = self.dtype.itemsize
+        data = os.pread(self._ids, (end - start) * size, start * size)
         if len(data) != (end - start) * size:
-            raise OSError(f"{self.prefix}{_SUFFIXES[which]}: short read; the store is damaged")
-        return np.frombuffer(data, dtype)
+            raise OSError(f"{self.prefix}.ids: short read; the store is damaged")
+        return np.frombuffer(data, self.dtype).astype(np.int32)
 
     def _ends(self, which, first, end):
         """The start and end offsets of items [first, end) of `.sentences` or `.documents`."""
@@ -155,14 +155,14 @@ class TokenStore:
         """int32: the tokens of sentences [first_sentence, end_sentence) of `document`."""
         start = int(self._ends(2, document, document + 1)[0])
         bounds = self._ends(1, start + first_sentence, start + end_sentence)
-        return self._read(0, self.dtype, int(bounds[0]), int(bounds[-1])).astype(np.int32)
+        return self._read_ids(int(bounds[0]), int(bounds[-1]))
 
     def documents(self, first, end):
         """Documents [first, end) as `TokenizedDocuments` (offsets from 0)."""
         document_bounds = self._ends(2, first, end)
         sentence_bounds = self._ends(1, int(document_bounds[0]), int(document_bounds[-1]))
-        ids = self._read(0, self.dtype, int(sentence_bounds[0]), int(sentence_bounds[-1]))
-        return TokenizedDocuments(token_ids=ids.astype(np.int32),
+        ids = self._read_ids(int(sentence_bounds[0]), int(sentence_bounds[-1]))
+        return TokenizedDocuments(token_ids=ids,
                                   sentence_offsets=sentence_bounds - sentence_bounds[0],
                                   document_offsets=document_bounds - document_bounds[0])
 
