@@ -34,6 +34,7 @@ Example:
 """
 
 import logging
+import math
 
 import keras
 from keras import ops
@@ -192,13 +193,6 @@ _ADAM_UPDATE = []
 _FUSED_MIN_SIZE = 1 << 20
 
 
-def _num_elements(variable):
-    size = 1
-    for dimension in variable.shape:
-        size *= int(dimension)
-    return size
-
-
 
 def _adam_update(*args):
     """`_adam_math` compiled by XLA into one loop (built on first use: TensorFlow only)."""
@@ -242,7 +236,7 @@ class AdamWeightDecay(_SummedGradients, keras.optimizers.Optimizer):
         gradient = ops.cast(gradient, variable.dtype)
         index = self._get_variable_index(variable)
         m, v = self._momentums[index], self._velocities[index]
-        if keras.backend.backend() == "tensorflow" and _num_elements(variable) >= _FUSED_MIN_SIZE:
+        if keras.backend.backend() == "tensorflow" and math.prod(variable.shape) >= _FUSED_MIN_SIZE:
             self._fused_tf_update(gradient, variable, lr, m, v)
             return
         self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1.0 - self.beta_1))
