@@ -39,6 +39,21 @@ def cpu_description():
             "amx": "amx_bf16" in flags}
 
 
+def accelerator_description():
+    """The GPUs `nvidia-smi` lists (name, memory, driver), or None on a machine without one."""
+    import shutil
+    import subprocess
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version",
+                              "--format=csv,noheader"], capture_output=True, text=True,
+                             timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return [line.strip() for line in out.splitlines() if line.strip()] or None
+
+
 def load_average():
     """The 1, 5 and 15 minute load averages (other work on the machine skews timings)."""
     try:
@@ -52,7 +67,7 @@ def versions():
     import importlib
     found = {}
     for name in ("tensorflow", "keras", "tensorflow_text", "torch", "transformers", "tokenizers",
-                 "keras_hub"):
+                 "keras_hub", "jax"):
         try:
             found[name] = importlib.import_module(name).__version__
         except Exception:  # a peer that is not installed is reported as such
@@ -100,6 +115,9 @@ def write_results(name, payload):
     os.makedirs(RESULTS_DIR, exist_ok=True)
     payload = dict(payload)
     payload.setdefault("machine", cpu_description())
+    accelerators = accelerator_description()
+    if accelerators:
+        payload["machine"]["gpus"] = accelerators
     payload["load_average_end"] = load_average()
     payload.setdefault("versions", versions())
     payload["date"] = time.strftime("%Y-%m-%d %H:%M:%S")

@@ -11,14 +11,25 @@ Contenders run interleaved, median of the rounds; ratio = peer time / our time.
     python benchmarks/bench_pretraining_step.py                  # small (batch 32) and base (batch 8)
     python benchmarks/bench_pretraining_step.py --models=small --rounds=5
 
-Writes benchmarks/results/pretraining_step.json.
+On a GPU (item 6 of the speed issue) the Keras contenders run on the JAX backend, which compiles
+the step with XLA, and PyTorch on CUDA; `--peak_tflops` adds model FLOPs utilization:
+
+    KERAS_BACKEND=jax python benchmarks/bench_pretraining_step.py --models=base:256,large:128 \
+        --precisions=bfloat16 --steps_per_round=10 --peak_tflops=989 --name=pretraining_step_h100
+
+Writes benchmarks/results/pretraining_step.json (or --name).
 """
 
 import argparse
+import dataclasses
+import glob
 import os
 import sys
 
 import numpy as np
+
+# JAX takes 75% of the GPU's memory at its start by default; PyTorch, interleaved, needs its share.
+os.environ.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.55")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common  # noqa: E402
@@ -41,25 +52,38 @@ def make_batch(config, batch, seq, seed=0):
             "next_sentence_labels": rng.integers(0, 2, size=(batch,)).astype(np.int32)}
 
 
-def tf_train_step(model, forward):
-    """A `tf.function` step: `forward(model, batch)` -> (mlm_logits [b,P,V], nsp_logits [b,2])."""
+def losses(mlm_logits, nsp_logits, batch):
+    """Mean masked-LM cross-entropy + mean next-sentence cross-entropy, in float32."""
     import keras
-    import tensorflow as tf
-    optimizer = keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01)
-    variables = model.trainable_variables
-    optimizer.build(variables)
+    ops = keras.ops
+    mlm = ops.mean(ops.sparse_categorical_crossentropy(
+        batch["masked_lm_ids"], ops.cast(mlm_logits, "float32"), from_logits=True))
+    nsp = ops.mean(ops.sparse_categorical_crossentropy(
+        batch["next_sentence_labels"], ops.cast(nsp_logits, "float32"), from_logits=True))
+    return mlm + nsp
 
-    @tf.function
+
+def keras_train_step(model, model_inputs, model_outputs, jit_compile=False):
+    """One compiled step of a Keras model on the active backend (TensorFlow or JAX).
+
+    `model_inputs(batch)` -> what the model is called with; `model_outputs(outputs)` ->
+    (mlm_logits [b,P,V], nsp_logits [b,2]). TensorFlow: a `tf.function` (XLA when
+    `jit_compile`); JAX: `jax.jit` over `stateless_call` (always XLA). Returns prepare(batch) ->
+    a zero-argument callable that runs one step to completion and returns the loss.
+    """
+    import keras
+    optimizer = keras.optimizers.AdamW(learning_rate=1e-4, weight_decay=0.01)
+    optimizer.build(model.trainable_variables)
+    if keras.backend.backend() == "jax":
+        return _jax_train_step(model, model_inputs, model_outputs, optimizer)
+    import tensorflow as tf
+    variables = model.trainable_variables
+
+    @tf.function(jit_compile=jit_compile)
     def step(batch):
         with tf.GradientTape() as tape:
-            mlm_logits, nsp_logits = forward(model, batch)
-            mlm = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-                batch["masked_lm_ids"], tf.cast(mlm_logits, tf.float32)))
-            nsp = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-                batch["next_sentence_labels"], tf.cast(nsp_logits, tf.float32)))
-            loss = mlm + nsp
-        grads = tape.gradient(loss, variables)
-        optimizer.apply(grads, variables)
+            loss = losses(*model_outputs(model(model_inputs(batch), training=True)), batch)
+        optimizer.apply(tape.gradient(loss, variables), variables)
         return loss
 
     def prepare(batch):
@@ -68,18 +92,49 @@ def tf_train_step(model, forward):
     return prepare
 
 
-def ours(config, policy):
+def _jax_train_step(model, model_inputs, model_outputs, optimizer):
+    import functools
+
+    import jax
+
+    def loss_fn(trainable, non_trainable, batch):
+        outputs, non_trainable = model.stateless_call(trainable, non_trainable,
+                                                      model_inputs(batch), training=True)
+        return losses(*model_outputs(outputs), batch), non_trainable
+
+    @functools.partial(jax.jit, donate_argnums=0)  # the old weights' buffers take the new ones
+    def step(state, batch):
+        trainable, non_trainable, optimizer_state = state
+        (loss, non_trainable), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+            trainable, non_trainable, batch)
+        trainable, optimizer_state = optimizer.stateless_apply(optimizer_state, grads, trainable)
+        return loss, (trainable, non_trainable, optimizer_state)
+
+    state = [[v.value for v in model.trainable_variables],
+             [v.value for v in model.non_trainable_variables],
+             [v.value for v in optimizer.variables]]
+
+    def prepare(batch):
+        arrays = {k: jax.device_put(v) for k, v in batch.items()}
+
+        def run():
+            loss, new_state = step(tuple(state), arrays)
+            state[:] = new_state
+            return float(loss)
+        return run
+    return prepare
+
+
+def ours(config, policy, jit_compile=False):
     from bert_keras.model.pretraining_model import build_pretraining_model
     model = build_pretraining_model(config, dtype=policy)
-
-    def forward(model, batch):
-        outputs = model({k: batch[k] for k in ("input_word_ids", "input_mask", "input_type_ids",
-                                              "masked_lm_positions")}, training=True)
-        return outputs["mlm_logits"], outputs["next_sentence_logits"]
-    return tf_train_step(model, forward)
+    names = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
+    return keras_train_step(
+        model, lambda batch: {k: batch[k] for k in names},
+        lambda outputs: (outputs["mlm_logits"], outputs["next_sentence_logits"]), jit_compile)
 
 
-def keras_hub_peer(config, policy):
+def keras_hub_peer(config, policy, jit_compile=False):
     import keras
     import keras_hub
     backbone = keras_hub.models.BertBackbone(
@@ -98,43 +153,41 @@ def keras_hub_peer(config, policy):
     model = keras.Model({**inputs, "mask_positions": positions},
                         [mlm_head(out["sequence_output"], mask_positions=positions),
                          nsp_head(out["pooled_output"])])
-
-    def forward(model, batch):
-        mlm, nsp = model({"token_ids": batch["input_word_ids"],
-                          "segment_ids": batch["input_type_ids"],
-                          "padding_mask": batch["input_mask"] > 0,
-                          "mask_positions": batch["masked_lm_positions"]}, training=True)
-        return mlm, nsp
-    return tf_train_step(model, forward)
+    return keras_train_step(
+        model, lambda batch: {"token_ids": batch["input_word_ids"],
+                              "segment_ids": batch["input_type_ids"],
+                              "padding_mask": batch["input_mask"] > 0,
+                              "mask_positions": batch["masked_lm_positions"]},
+        lambda outputs: tuple(outputs), jit_compile)
 
 
 def hf_peer(config, precision):
+    """`BertForPreTraining` with `torch.optim.AdamW`, on the GPU when PyTorch sees one."""
     import torch
     import transformers
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     hf_config = transformers.BertConfig(
         vocab_size=config.vocab_size, hidden_size=config.hidden_size,
         num_hidden_layers=config.num_hidden_layers, num_attention_heads=config.num_attention_heads,
         intermediate_size=config.intermediate_size, hidden_act=config.hidden_act,
         max_position_embeddings=config.max_position_embeddings,
         type_vocab_size=config.type_vocab_size, layer_norm_eps=config.layer_norm_eps)
-    model = transformers.BertForPreTraining(hf_config).train()
+    model = transformers.BertForPreTraining(hf_config).to(device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
 
     def prepare(batch):
-        ids = torch.from_numpy(batch["input_word_ids"].astype(np.int64))
+        def tensor(name):
+            return torch.from_numpy(batch[name].astype(np.int64)).to(device)
+        ids = tensor("input_word_ids")
         labels = torch.full_like(ids, -100)  # only the masked positions count
-        positions = torch.from_numpy(batch["masked_lm_positions"].astype(np.int64))
-        labels.scatter_(1, positions, torch.from_numpy(batch["masked_lm_ids"].astype(np.int64)))
-        kwargs = dict(input_ids=ids,
-                      attention_mask=torch.from_numpy(batch["input_mask"].astype(np.int64)),
-                      token_type_ids=torch.from_numpy(batch["input_type_ids"].astype(np.int64)),
-                      labels=labels,
-                      next_sentence_label=torch.from_numpy(
-                          batch["next_sentence_labels"].astype(np.int64)))
+        labels.scatter_(1, tensor("masked_lm_positions"), tensor("masked_lm_ids"))
+        kwargs = dict(input_ids=ids, attention_mask=tensor("input_mask"),
+                      token_type_ids=tensor("input_type_ids"), labels=labels,
+                      next_sentence_label=tensor("next_sentence_labels"))
 
         def run():
             optimizer.zero_grad(set_to_none=True)
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
+            with torch.autocast(device, dtype=torch.bfloat16, enabled=precision == "bfloat16"):
                 loss = model(**kwargs).loss
             loss.backward()
             optimizer.step()
@@ -143,7 +196,78 @@ def hf_peer(config, precision):
     return prepare
 
 
+def train_flops_per_step(config, batch_size, seq_length, num_predictions=NUM_PREDICTIONS):
+    """Model FLOPs of one training step (forward + backward = 3 x forward matmul FLOPs).
+
+    Per sequence, per layer: Q, K, V and output projections 8*S*H^2, feed-forward 4*S*H*I,
+    attention scores and context 4*S^2*H; then the pooler and next-sentence layer 2*H^2 + 4*H,
+    and the masked-LM head on its P gathered positions 2*P*H^2 + 2*P*H*V. Lookups, norms,
+    softmax and elementwise work are not counted (the usual convention for MFU).
+    """
+    s, h, i, v, p = (seq_length, config.hidden_size, config.intermediate_size, config.vocab_size,
+                     num_predictions)
+    per_layer = 8 * s * h * h + 4 * s * h * i + 4 * s * s * h
+    forward = (config.num_hidden_layers * per_layer + 2 * h * h + 4 * h
+               + 2 * p * h * h + 2 * p * h * v)
+    return 3 * batch_size * forward
+
+
+def matmul_tflops(precision, n=8192, repeats=10):
+    """This accelerator's measured rate on one n x n x n matmul (JAX backend only), TFLOP/s."""
+    import time
+    import jax
+    import jax.numpy as jnp
+    dtype = jnp.bfloat16 if precision == "bfloat16" else jnp.float32
+    a = jax.random.normal(jax.random.key(0), (n, n), dtype)
+    matmul = jax.jit(lambda x: x @ x)
+    matmul(a).block_until_ready()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        out = matmul(a)
+    out.block_until_ready()
+    return 2 * n ** 3 * repeats / (time.perf_counter() - start) / 1e12
+
+
+def trace_gpu_kernels(run, trace_dir, steps):
+    """Calls `run` (`steps` steps) under the JAX profiler; returns the trace's path and
+    {kernel name: [microseconds per step, count, the first event's args]}.
+
+    Reads the Perfetto trace that `jax.profiler.trace` writes: the complete events ("ph": "X")
+    of the processes whose name says GPU are the kernels.
+    """
+    import gzip
+    import json
+    import jax
+    with jax.profiler.trace(trace_dir, create_perfetto_trace=True):
+        run()
+    path = sorted(glob.glob(os.path.join(trace_dir, "**", "*perfetto_trace.json.gz"),
+                            recursive=True))[-1]
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        events = json.load(f)["traceEvents"]
+    gpu_pids = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"
+                and "gpu" in str(e.get("args", {}).get("name", "")).lower()}
+    kernels = {}
+    for event in events:
+        if event.get("ph") == "X" and event.get("pid") in gpu_pids:
+            entry = kernels.setdefault(event["name"], [0.0, 0, event.get("args", {})])
+            entry[0] += event.get("dur", 0) / steps
+            entry[1] += 1
+    return path, kernels
+
+
+def print_kernels(name, kernels, top=40):
+    total = sum(v[0] for v in kernels.values())
+    print(f"{name}: {total / 1000:.1f} ms of kernels per step, {len(kernels)} kinds; "
+          f"event args: {sorted(next(iter(kernels.values()))[2]) if kernels else []}")
+    for kernel, (us, count, args) in sorted(kernels.items(), key=lambda kv: -kv[1][0])[:top]:
+        detail = {k: str(v)[:120] for k, v in args.items() if k in ("hlo_op", "long_name",
+                                                                   "tf_op", "name_scope")}
+        print(f"  {us / 1000:8.3f} ms {100 * us / total:5.1f}% x{count // 1:<5} {kernel[:90]} "
+              f"{detail}")
+
+
 def main(argv=None):
+    import keras
     from bert_keras.model.config import BertConfig
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="small:32,base:8", help="PRESET:BATCH, comma separated")
@@ -151,55 +275,108 @@ def main(argv=None):
     parser.add_argument("--seq_length", type=int, default=128)
     parser.add_argument("--contenders", default="ours,keras_hub,hf_torch")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps_per_round", type=int, default=1,
+                        help="steps timed together per round (more for fast accelerators)")
+    parser.add_argument("--jit_compile", action="store_true",
+                        help="TensorFlow backend: compile the step with XLA (JAX always does)")
+    parser.add_argument("--peak_tflops", type=float, default=None,
+                        help="the accelerator's peak dense TFLOP/s of the bf16 (or float32) "
+                             "precision; adds model FLOPs utilization (MFU) columns")
+    parser.add_argument("--no_dropout", action="store_true",
+                        help="all dropout rates 0 (to see what dropout's random numbers cost)")
+    parser.add_argument("--profile_dir", default=None,
+                        help="JAX backend: trace a few steps of each Keras contender there and "
+                             "print GPU kernel times")
     parser.add_argument("--name", default="pretraining_step")
     args = parser.parse_args(argv)
     wanted = args.contenders.split(",")
     load_start = bench_common.load_average()
-    rows = []
+    rows, measured_peaks = [], {}
     for item in args.models.split(","):
         preset, batch_size = item.split(":")
         config = BertConfig.from_preset(preset)
+        if args.no_dropout:
+            config = dataclasses.replace(config, hidden_dropout_prob=0.0,
+                                         attention_probs_dropout_prob=0.0)
         batch = make_batch(config, int(batch_size), args.seq_length)
+        flops = train_flops_per_step(config, int(batch_size), args.seq_length)
         for precision in args.precisions.split(","):
             policy = "mixed_bfloat16" if precision == "bfloat16" else "float32"
+            if keras.backend.backend() == "jax" and precision not in measured_peaks:
+                measured_peaks[precision] = matmul_tflops(precision)
             prepares = {}
             if "ours" in wanted:
-                prepares["ours"] = ours(config, policy)
+                prepares["ours"] = ours(config, policy, args.jit_compile)
             if "keras_hub" in wanted:
                 try:
-                    prepares["keras_hub"] = keras_hub_peer(config, policy)
+                    prepares["keras_hub"] = keras_hub_peer(config, policy, args.jit_compile)
                 except ImportError as error:
                     print(f"keras-hub not available ({error})")
             if "hf_torch" in wanted:
                 prepares["hf_torch"] = hf_peer(config, precision)
-            contenders = {name: prepare(batch) for name, prepare in prepares.items()}
+            contenders = {}
+            for name, prepare in prepares.items():
+                run = prepare(batch)
+                contenders[name] = (lambda run: lambda: [run() for _ in
+                                                          range(args.steps_per_round)])(run)
             times = bench_common.interleaved_timings(contenders, args.rounds, warmup=2)
-            medians = {name: bench_common.median(t) for name, t in times.items()}
+            if args.profile_dir and keras.backend.backend() == "jax":
+                for name in set(prepares) - {"hf_torch"}:
+                    trace_dir = os.path.join(args.profile_dir, f"{preset}_{batch_size}_{name}")
+                    path, kernels = trace_gpu_kernels(contenders[name], trace_dir,
+                                                      args.steps_per_round)
+                    print("trace:", path)
+                    print_kernels(f"{name} {preset} batch {batch_size}", kernels)
+            medians = {name: bench_common.median(t) / args.steps_per_round
+                       for name, t in times.items()}
             case_rows = []
             for name, seconds in medians.items():
                 row = {"model": preset, "batch": int(batch_size), "precision": precision,
                        "contender": name, "median_s": seconds,
-                       "seq_per_s": int(batch_size) / seconds, "times_s": times[name]}
+                       "seq_per_s": int(batch_size) / seconds, "times_s": times[name],
+                       "model_tflops_per_s": flops / seconds / 1e12}
+                if args.peak_tflops:
+                    row["mfu"] = row["model_tflops_per_s"] / args.peak_tflops
                 if name == "ours":
                     for peer in PEERS:
                         if peer in medians:
                             row[f"ratio_vs_{peer}"] = medians[peer] / seconds
                 case_rows.append(row)
-            bench_common.print_table(case_rows, ["model", "batch", "precision", "contender",
-                                                 "median_s", "seq_per_s", "ratio_vs_keras_hub",
-                                                 "ratio_vs_hf_torch"])
+            bench_common.print_table(case_rows, COLUMNS)
             print(flush=True)
             rows.extend(case_rows)
+            # Written after every case, so that a case that fails (out of memory, say) keeps
+            # the ones before it.
+            path = bench_common.write_results(args.name, {
+                "benchmark": "pretraining_step", "seq_length": args.seq_length,
+                "num_predictions": NUM_PREDICTIONS, "load_average_start": load_start,
+                "keras_backend": keras.backend.backend(), "peak_tflops": args.peak_tflops,
+                "measured_matmul_tflops": measured_peaks or None,
+                "command": "python benchmarks/bench_pretraining_step.py "
+                + " ".join(argv if argv is not None else sys.argv[1:]), "rows": rows})
+            del prepares, contenders
+            free_accelerator_memory()
     print("Summary (ratio = peer time / our time; target >= 1.3):")
-    bench_common.print_table(rows, ["model", "batch", "precision", "contender", "median_s",
-                                    "seq_per_s", "ratio_vs_keras_hub", "ratio_vs_hf_torch"])
-    path = bench_common.write_results(args.name, {
-        "benchmark": "pretraining_step", "seq_length": args.seq_length,
-        "num_predictions": NUM_PREDICTIONS, "load_average_start": load_start,
-        "command": "python benchmarks/bench_pretraining_step.py "
-        + " ".join(argv if argv is not None else sys.argv[1:]), "rows": rows})
+    bench_common.print_table(rows, COLUMNS)
     print("wrote", path)
 
+
+def free_accelerator_memory():
+    """Drops the last case's models and compiled steps before the next case is built."""
+    import gc
+    import keras
+    keras.backend.clear_session()
+    gc.collect()
+    if keras.backend.backend() == "jax":
+        import jax
+        jax.clear_caches()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+COLUMNS = ["model", "batch", "precision", "contender", "median_s", "seq_per_s",
+           "model_tflops_per_s", "mfu", "ratio_vs_keras_hub", "ratio_vs_hf_torch"]
 
 if __name__ == "__main__":
     main()
