@@ -180,3 +180,27 @@ def test_mixed_bfloat16_encoder_stays_close_to_float32():
     assert output.dtype.name == "bfloat16"
     assert all(variable.dtype == "float32" for variable in mixed.weights)
     assert np.abs(output.numpy().astype(np.float32) - reference).max() < 0.1
+
+
+def test_token_type_gradient_is_the_sum_over_each_type_s_positions():
+    # Token types go through a one-hot matmul. Each position has its own word id here, so the
+    # word table's gradient row of a position is that position's gradient, and the token-type
+    # table's row t must be the sum of those rows over the positions of type t.
+    import tensorflow as tf
+    rng = np.random.default_rng(3)
+    layer = BertEmbeddings(vocab_size=40, hidden_size=8, max_position_embeddings=8,
+                           type_vocab_size=3, dropout_rate=0.0)
+    ids = rng.permutation(np.arange(5, 40))[:16].reshape(2, 8).astype(np.int32)
+    types = rng.integers(0, 3, (2, 8)).astype(np.int32)
+    types[0, 0], types[0, 1], types[0, 2] = 0, 1, 2  # every type occurs
+    weights = tf.constant(rng.normal(size=(2, 8, 8)), tf.float32)
+    layer(ids, types)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(layer(ids, types) * weights)
+    word_grad, type_grad = tape.gradient(
+        loss, [layer.word_embeddings.value, layer.token_type_embeddings.value])
+    word_grad = tf.convert_to_tensor(word_grad).numpy()
+    for token_type in range(3):
+        expected = word_grad[ids[types == token_type]].sum(axis=0)
+        np.testing.assert_allclose(type_grad.numpy()[token_type], expected, atol=1e-5)
+    assert np.abs(type_grad.numpy()).max() > 1e-3  # the check is not of zeros
