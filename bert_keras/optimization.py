@@ -35,6 +35,7 @@ Example:
 
 import logging
 import math
+import os
 
 import keras
 from keras import ops
@@ -51,11 +52,22 @@ AUTO_DTYPE = "auto"
 DTYPE_FLAG_VALUES = (AUTO_DTYPE,) + DTYPES + MIXED_PRECISION_POLICIES[1:]
 
 
-def cpu_has_bfloat16_units(cpuinfo="/proc/cpuinfo"):
+# oneDNN's instruction-set caps below its first bfloat16 level (`avx512_core_bf16`).
+_ONEDNN_ISAS_WITHOUT_BFLOAT16 = frozenset({"SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2",
+                                           "AVX512_CORE", "AVX512_CORE_VNNI"})
+
+
+def cpu_has_bfloat16_units(cpuinfo="/proc/cpuinfo", environ=None):
     """Whether this CPU computes bfloat16 natively (the `avx512_bf16` or `amx_bf16` flag).
 
-    Reads Linux's /proc/cpuinfo; False where it cannot be read.
+    Reads Linux's /proc/cpuinfo; False where it cannot be read, and False when oneDNN, which runs
+    TensorFlow's CPU matmuls, is capped below its bfloat16 instructions
+    (`ONEDNN_MAX_CPU_ISA=AVX2`, say, or the older name `DNNL_MAX_CPU_ISA`).
     """
+    environ = os.environ if environ is None else environ
+    cap = environ.get("ONEDNN_MAX_CPU_ISA") or environ.get("DNNL_MAX_CPU_ISA") or ""
+    if cap.upper() in _ONEDNN_ISAS_WITHOUT_BFLOAT16:
+        return False
     try:
         with open(cpuinfo, encoding="utf-8", errors="replace") as f:
             for line in f:

@@ -184,6 +184,15 @@ def test_cpu_bfloat16_units_are_read_from_the_cpu_flags(tmp_path):
     assert not optimization.cpu_has_bfloat16_units(str(tmp_path / "missing"))
 
 
+def test_a_onednn_isa_cap_below_bfloat16_hides_the_units(tmp_path):
+    cpuinfo = _cpuinfo(tmp_path, "fpu avx2 avx512f avx512_bf16 amx_bf16")
+    assert not optimization.cpu_has_bfloat16_units(cpuinfo, {"ONEDNN_MAX_CPU_ISA": "AVX2"})
+    assert not optimization.cpu_has_bfloat16_units(cpuinfo, {"DNNL_MAX_CPU_ISA": "avx512_core"})
+    assert optimization.cpu_has_bfloat16_units(cpuinfo, {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16"})
+    assert optimization.cpu_has_bfloat16_units(cpuinfo, {"ONEDNN_MAX_CPU_ISA": "ALL"})
+    assert optimization.cpu_has_bfloat16_units(cpuinfo, {})
+
+
 def test_auto_dtype_is_bfloat16_only_on_native_units(monkeypatch, caplog):
     import tensorflow as tf
 
