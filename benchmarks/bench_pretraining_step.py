@@ -15,7 +15,7 @@ On a GPU (item 6 of the speed issue) the Keras contenders run on the JAX backend
 the step with XLA, and PyTorch on CUDA; `--peak_tflops` adds model FLOPs utilization:
 
     KERAS_BACKEND=jax python benchmarks/bench_pretraining_step.py --models=base:256,large:128 \
-        --precisions=bfloat16 --steps_per_round=10 --peak_tflops=989 --name=pretraining_step_h100
+        --precisions=bfloat16 --steps_per_round=10 --peak_tflops=989 --name=pretraining_step_gpu
 
 Writes benchmarks/results/pretraining_step.json (or --name).
 """

@@ -8,7 +8,9 @@ Each benchmark writes benchmarks/results/<name>.json; see docs/benchmarks.md for
 The pre-training data tool's comparison (benchmarks/bench_pretraining_data.py) runs too when
 present and --wikitext_dir is given. The fine-tuning scores against Hugging Face
 (benchmarks/bench_finetuning_quality.py, about an hour on 2 cores) run without --quick when the
-GLUE folder is there (--glue_dir, holding MRPC/ and SST-2/).
+GLUE folder is there (--glue_dir, holding MRPC/ and SST-2/). With --gpu, the pre-training step
+of BERT-base and BERT-large runs on the GPU too, Keras on the JAX backend (needs `jax` with CUDA
+and `keras-hub`; see docs/benchmarks.md), with model FLOPs utilization against --peak_tflops.
 """
 
 import argparse
@@ -19,7 +21,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def commands(quick, wikitext_dir, glue_dir):
+def commands(quick, wikitext_dir, glue_dir, gpu_peak_tflops=None):
     python = sys.executable
     runs = [
         [python, os.path.join(HERE, "bench_tokenizer.py")],
@@ -34,6 +36,12 @@ def commands(quick, wikitext_dir, glue_dir):
     data_tool = os.path.join(HERE, "bench_pretraining_data.py")
     if os.path.exists(data_tool) and wikitext_dir:
         runs.append([python, data_tool, f"--wikitext_dir={wikitext_dir}"])
+    if gpu_peak_tflops:
+        runs.append(["env", "KERAS_BACKEND=jax", python,
+                     os.path.join(HERE, "bench_pretraining_step.py"),
+                     "--models=base:128,large:64,large:128", "--precisions=bfloat16",
+                     "--steps_per_round=10", f"--peak_tflops={gpu_peak_tflops}",
+                     "--name=pretraining_step_gpu"])
     if not quick and os.path.isdir(glue_dir):
         runs.append([python, os.path.join(HERE, "bench_finetuning_quality.py"),
                      f"--data_dir={glue_dir}"])
@@ -49,12 +57,17 @@ def main():
                                                            "data", "glue"),
                         help="GLUE folder (MRPC/, SST-2/) for bench_finetuning_quality.py "
                              "(skipped when absent or with --quick)")
+    parser.add_argument("--gpu", action="store_true",
+                        help="also the pre-training step on the GPU (JAX backend)")
+    parser.add_argument("--peak_tflops", type=float, default=989.0,
+                        help="the GPU's dense bf16 peak for --gpu (989: H100 SXM)")
     args = parser.parse_args()
     failed = []
-    for command in commands(args.quick, args.wikitext_dir, args.glue_dir):
+    for command in commands(args.quick, args.wikitext_dir, args.glue_dir,
+                            args.peak_tflops if args.gpu else None):
         print("$", " ".join(command), flush=True)
         if subprocess.call(command) != 0:
-            failed.append(os.path.basename(command[1]))
+            failed.append(next(os.path.basename(c) for c in command if c.endswith(".py")))
     if failed:
         sys.exit(f"failed: {', '.join(failed)}")
 
