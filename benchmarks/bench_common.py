@@ -34,9 +34,19 @@ def cpu_description():
     except OSError:
         pass
     wanted = ("avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16")
-    return {"cpu": model, "cores": os.cpu_count(),
-            "isa": [flag for flag in wanted if flag in flags],
-            "amx": "amx_bf16" in flags}
+    description = {"cpu": model, "cores": os.cpu_count(),
+                   "isa": [flag for flag in wanted if flag in flags],
+                   "amx": "amx_bf16" in flags}
+    # Caps that make the libraries use fewer instructions than the CPU has (an AVX2-only CPU
+    # emulated on an AVX-512 one: oneDNN for TensorFlow, ATen and MKL for PyTorch).
+    caps = {name: os.environ[name] for name in ISA_CAPS if os.environ.get(name)}
+    if caps:
+        description["isa_caps"] = caps
+    return description
+
+
+ISA_CAPS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY",
+            "MKL_ENABLE_INSTRUCTIONS")
 
 
 def accelerator_description():
