@@ -99,7 +99,8 @@ def native_bfloat16(strategy=None):
         return False, "a GPU without bfloat16 units (compute capability below 8.0)"
     if cpu_has_bfloat16_units():
         return True, "a CPU with bfloat16 units (avx512_bf16 or AMX)"
-    return False, "a CPU without bfloat16 units (no avx512_bf16, no AMX)"
+    return False, ("a CPU without bfloat16 units (no avx512_bf16, no AMX, or oneDNN capped "
+                   "below them by ONEDNN_MAX_CPU_ISA)")
 
 
 def resolve_dtype(dtype, strategy=None):
@@ -116,7 +117,10 @@ def resolve_dtype(dtype, strategy=None):
     if dtype in (None, ""):
         return "float32"
     if dtype == AUTO_DTYPE:
-        return "bfloat16" if native_bfloat16(strategy)[0] else "float32"
+        native, device = native_bfloat16(strategy)
+        chosen = "bfloat16" if native else "float32"
+        logging.getLogger("bert_keras").info("--dtype=auto: %s on %s", chosen, device)
+        return chosen
     if dtype in ("bfloat16", "mixed_bfloat16"):
         native, device = native_bfloat16(strategy)
         if not native:
