@@ -11,10 +11,10 @@ Contenders run interleaved, median of the rounds; ratio = peer time / our time.
     python benchmarks/bench_pretraining_step.py                  # small (batch 32) and base (batch 8)
     python benchmarks/bench_pretraining_step.py --models=small --rounds=5
 
-On a GPU (item 6 of the speed issue) the Keras contenders run on the JAX backend, which compiles
-the step with XLA, and PyTorch on CUDA; `--peak_tflops` adds model FLOPs utilization:
+On a GPU the Keras contenders run on the JAX backend, which compiles the step with XLA, and
+PyTorch on CUDA; `--peak_tflops` adds model FLOPs utilization, `--profile_dir` a kernel profile:
 
-    KERAS_BACKEND=jax python benchmarks/bench_pretraining_step.py --models=base:256,large:128 \
+    KERAS_BACKEND=jax python benchmarks/bench_pretraining_step.py --models=base:128,large:128 \
         --precisions=bfloat16 --steps_per_round=10 --peak_tflops=989 --name=pretraining_step_gpu
 
 Writes benchmarks/results/pretraining_step.json (or --name).
