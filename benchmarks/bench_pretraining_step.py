@@ -9,7 +9,7 @@ Precisions: float32, and mixed bfloat16 (Keras `mixed_bfloat16`; PyTorch `torch.
 Contenders run interleaved, median of the rounds; ratio = peer time / our time.
 
     python benchmarks/bench_pretraining_step.py                  # small (batch 32) and base (batch 8)
-    python benchmarks/bench_pretraining_step.py --models=small --rounds=5
+    python benchmarks/bench_pretraining_step.py --models=small:16 --rounds=5
 
 On a GPU the Keras contenders run on the JAX backend, which compiles the step with XLA, and
 PyTorch on CUDA; `--peak_tflops` adds model FLOPs utilization, `--profile_dir` a kernel profile:
