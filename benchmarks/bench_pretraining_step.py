@@ -1,11 +1,13 @@
 """Pre-training step (masked LM + next sentence): bert_keras against keras-hub and PyTorch+HF.
 
 One step = forward with dropout, MLM loss on 20 masked positions per sequence + NSP loss,
-backward, AdamW update. bert_keras and keras-hub run a `tf.function` step over a Keras model
+backward, AdamW update. `ours` and keras-hub run the same `tf.function` step over a Keras model
 (the masked LM head gathers the 20 positions before the vocabulary projection); keras-hub gets its
 `MaskedLMHead` and a 2-way dense layer on its pooled output for NSP. PyTorch runs
 `BertForPreTraining`, whose head projects every position (its design), with `torch.optim.AdamW`.
-Precisions: float32, and mixed bfloat16 (Keras `mixed_bfloat16`; PyTorch `torch.autocast` bf16).
+`ours_trainer` is what `run_pretraining.py` runs: the package's step function, with clipping
+and the package's AdamW. Precisions: float32, and mixed bfloat16 (Keras `mixed_bfloat16`;
+PyTorch `torch.autocast` bf16).
 Contenders run interleaved, median of the rounds; ratio = peer time / our time.
 
     python benchmarks/bench_pretraining_step.py                  # small (batch 32) and base (batch 8)
@@ -132,6 +134,32 @@ def ours(config, policy, jit_compile=False):
     return keras_train_step(
         model, lambda batch: {k: batch[k] for k in names},
         lambda outputs: (outputs["mlm_logits"], outputs["next_sentence_logits"]), jit_compile)
+
+
+def ours_trainer(config, policy, jit_compile=False):
+    """Our package's own step, as `run_pretraining.py` runs it (TensorFlow backend only):
+    `make_train_function` under the default strategy, i.e. `strategy.run`, the summed losses,
+    clipping to a global norm of 1.0 and the package's AdamW (one XLA loop on the large
+    variables), one step per call."""
+    import tensorflow as tf
+    from bert_keras.pretraining.run import PretrainingOptions
+    from bert_keras.pretraining.step import build_training_state, make_train_function
+    options = PretrainingOptions(mixed_precision=policy, learning_rate=1e-4,
+                                 num_train_steps=100000, num_warmup_steps=100)
+    state = build_training_state(config, tf.distribute.get_strategy(), options)
+    train_steps = make_train_function(state, jit_compile=jit_compile)
+
+    def prepare(batch):
+        records = {"input_ids": batch["input_word_ids"], "input_mask": batch["input_mask"],
+                   "segment_ids": batch["input_type_ids"],
+                   "masked_lm_positions": batch["masked_lm_positions"],
+                   "masked_lm_ids": batch["masked_lm_ids"],
+                   "masked_lm_weights": np.ones(batch["masked_lm_ids"].shape, np.float32),
+                   "next_sentence_labels": batch["next_sentence_labels"]}
+        iterator = iter(tf.data.Dataset.from_tensors(records).repeat())
+        one = tf.constant(1)
+        return lambda: float(train_steps(iterator, one)["loss"])
+    return prepare
 
 
 def keras_hub_peer(config, policy, jit_compile=False):
@@ -273,7 +301,9 @@ def main(argv=None):
     parser.add_argument("--models", default="small:32,base:8", help="PRESET:BATCH, comma separated")
     parser.add_argument("--precisions", default="float32,bfloat16")
     parser.add_argument("--seq_length", type=int, default=128)
-    parser.add_argument("--contenders", default="ours,keras_hub,hf_torch")
+    parser.add_argument("--contenders", default="ours,ours_trainer,keras_hub,hf_torch",
+                        help="ours: our model in the same generic step as keras-hub's (Keras "
+                             "AdamW); ours_trainer: the package's own training step")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps_per_round", type=int, default=1,
                         help="steps timed together per round (more for fast accelerators)")
@@ -307,6 +337,8 @@ def main(argv=None):
             prepares = {}
             if "ours" in wanted:
                 prepares["ours"] = ours(config, policy, args.jit_compile)
+            if "ours_trainer" in wanted and keras.backend.backend() == "tensorflow":
+                prepares["ours_trainer"] = ours_trainer(config, policy, args.jit_compile)
             if "keras_hub" in wanted:
                 try:
                     prepares["keras_hub"] = keras_hub_peer(config, policy, args.jit_compile)
@@ -337,7 +369,7 @@ def main(argv=None):
                        "model_tflops_per_s": flops / seconds / 1e12}
                 if args.peak_tflops:
                     row["mfu"] = row["model_tflops_per_s"] / args.peak_tflops
-                if name == "ours":
+                if name.startswith("ours"):
                     for peer in PEERS:
                         if peer in medians:
                             row[f"ratio_vs_{peer}"] = medians[peer] / seconds
