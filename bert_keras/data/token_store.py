@@ -122,14 +122,14 @@ class TokenStore:
         self._ids = os.open(prefix + ".ids", os.O_RDONLY)
         # The offsets (8 bytes per sentence) are mapped, not read: a random next looks them up
         # without a system call, and the pages are the operating system's to keep or drop.
-        self._offsets = [None, _map(prefix + ".sentences", record["sentences"]),
-                         _map(prefix + ".documents", record["documents"])]
+        self._sentence_ends = _map(prefix + ".sentences", record["sentences"])
+        self._document_ends = _map(prefix + ".documents", record["documents"])
 
     def close(self):
         if self._ids is not None:
             os.close(self._ids)
         self._ids = None
-        self._offsets = [None, None, None]
+        self._sentence_ends = self._document_ends = None
 
     def _read_ids(self, start, end):
         """Token ids [start, end) of `.ids`, as int32."""
@@ -139,28 +139,29 @@ class TokenStore:
             raise OSError(f"{self.prefix}.ids: short read; the store is damaged")
         return np.frombuffer(data, self.dtype).astype(np.int32)
 
-    def _ends(self, which, first, end):
-        """The start and end offsets of items [first, end) of `.sentences` or `.documents`."""
-        ends = self._offsets[which]
+    @staticmethod
+    def _bounds(ends, first, end):
+        """The start and end offsets of items [first, end), from the items' `ends`."""
         if first == 0:
             return np.concatenate([[0], ends[:end]]).astype(np.int64)
         return np.asarray(ends[first - 1:end], np.int64)
 
     def sentence_lengths(self, document):
         """int64 [sentences of `document`]: the tokens of each of its sentences."""
-        first, end = self._ends(2, document, document + 1)
-        return np.diff(self._ends(1, int(first), int(end)))
+        first, end = self._bounds(self._document_ends, document, document + 1)
+        return np.diff(self._bounds(self._sentence_ends, int(first), int(end)))
 
     def token_ids(self, document, first_sentence, end_sentence):
         """int32: the tokens of sentences [first_sentence, end_sentence) of `document`."""
-        start = int(self._ends(2, document, document + 1)[0])
-        bounds = self._ends(1, start + first_sentence, start + end_sentence)
+        start = int(self._bounds(self._document_ends, document, document + 1)[0])
+        bounds = self._bounds(self._sentence_ends, start + first_sentence, start + end_sentence)
         return self._read_ids(int(bounds[0]), int(bounds[-1]))
 
     def documents(self, first, end):
         """Documents [first, end) as `TokenizedDocuments` (offsets from 0)."""
-        document_bounds = self._ends(2, first, end)
-        sentence_bounds = self._ends(1, int(document_bounds[0]), int(document_bounds[-1]))
+        document_bounds = self._bounds(self._document_ends, first, end)
+        sentence_bounds = self._bounds(self._sentence_ends, int(document_bounds[0]),
+                                       int(document_bounds[-1]))
         ids = self._read_ids(int(sentence_bounds[0]), int(sentence_bounds[-1]))
         return TokenizedDocuments(token_ids=ids,
                                   sentence_offsets=sentence_bounds - sentence_bounds[0],
