@@ -164,32 +164,15 @@ def profile_encoder(dtype, calls):
 
 
 def profile_pretraining_step(dtype, calls):
-    import tensorflow as tf
-
+    import bench_pretraining_step
     from bert_keras.model.config import BertConfig
-    from bert_keras.pretraining import run as pretraining
-    from bert_keras.pretraining.step import build_training_state, make_train_function
 
-    batch, seq, predictions = 16, 128, 20
+    batch, seq, predictions = 16, 128, bench_pretraining_step.NUM_PREDICTIONS
     config = BertConfig.from_preset("small", vocab_size=30522)
-    options = pretraining.PretrainingOptions(
-        input_files="unused", output_dir="unused", config=config, train_batch_size=batch,
-        max_seq_length=seq, max_predictions_per_seq=predictions, num_train_steps=1000,
-        num_warmup_steps=10, mixed_precision="float32" if dtype == "float32" else "mixed_bfloat16")
-    state = build_training_state(config, tf.distribute.get_strategy(), options)
-    train_steps = make_train_function(state)
-    rng = np.random.default_rng(0)
-    example = {
-        "input_ids": rng.integers(1000, 30000, (batch, seq)).astype("int32"),
-        "input_mask": np.ones((batch, seq), "int32"),
-        "segment_ids": np.zeros((batch, seq), "int32"),
-        "masked_lm_positions": np.sort(rng.integers(1, seq, (batch, predictions)), 1).astype("int32"),
-        "masked_lm_ids": rng.integers(1000, 30000, (batch, predictions)).astype("int32"),
-        "masked_lm_weights": np.ones((batch, predictions), "float32"),
-        "next_sentence_labels": rng.integers(0, 2, (batch, 1)).astype("int32"),
-    }
-    iterator = iter(tf.data.Dataset.from_tensors(example).repeat())
-    run = lambda: train_steps(iterator, tf.constant(1))["loss"].numpy()  # noqa: E731
+    # The package's own step (`make_train_function`), as the step benchmark's `ours_trainer`.
+    prepare = bench_pretraining_step.ours_trainer(
+        config, "float32" if dtype == "float32" else "mixed_bfloat16")
+    run = prepare(bench_pretraining_step.make_batch(config, batch, seq))
     seconds = seconds_per_call(run, calls)
     # Forward and backward: about 3x the forward matmul FLOPs, plus the MLM output layer.
     flops = 3 * (encoder_flops(config.num_hidden_layers, config.hidden_size,
