@@ -21,6 +21,12 @@ if "triton" not in sys.modules:
     sys.modules["triton"] = None
 
 
+# Variables that cap the instructions a library uses (an AVX2-only CPU emulated on an AVX-512
+# one: oneDNN for TensorFlow, ATen and MKL for PyTorch).
+ISA_CAPS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY",
+            "MKL_ENABLE_INSTRUCTIONS")
+
+
 def cpu_description():
     """CPU model, core count and the bf16-relevant ISA flags (avx512_bf16, amx_bf16)."""
     model, flags = platform.processor() or "unknown", set()
@@ -37,16 +43,10 @@ def cpu_description():
     description = {"cpu": model, "cores": os.cpu_count(),
                    "isa": [flag for flag in wanted if flag in flags],
                    "amx": "amx_bf16" in flags}
-    # Caps that make the libraries use fewer instructions than the CPU has (an AVX2-only CPU
-    # emulated on an AVX-512 one: oneDNN for TensorFlow, ATen and MKL for PyTorch).
     caps = {name: os.environ[name] for name in ISA_CAPS if os.environ.get(name)}
     if caps:
         description["isa_caps"] = caps
     return description
-
-
-ISA_CAPS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY",
-            "MKL_ENABLE_INSTRUCTIONS")
 
 
 def accelerator_description():

@@ -258,7 +258,7 @@ def matmul_tflops(precision, n=8192, repeats=10):
 
 def trace_gpu_kernels(run, trace_dir, steps):
     """Calls `run` (`steps` steps) under the JAX profiler; returns the trace's path and
-    {kernel name: [microseconds per step, count, the first event's args]}.
+    {kernel name: [microseconds per step, count]}.
 
     Reads the Perfetto trace that `jax.profiler.trace` writes: the complete events ("ph": "X")
     of the processes whose name says GPU are the kernels.
@@ -277,7 +277,7 @@ def trace_gpu_kernels(run, trace_dir, steps):
     kernels = {}
     for event in events:
         if event.get("ph") == "X" and event.get("pid") in gpu_pids:
-            entry = kernels.setdefault(event["name"], [0.0, 0, event.get("args", {})])
+            entry = kernels.setdefault(event["name"], [0.0, 0])
             entry[0] += event.get("dur", 0) / steps
             entry[1] += 1
     return path, kernels
@@ -285,13 +285,9 @@ def trace_gpu_kernels(run, trace_dir, steps):
 
 def print_kernels(name, kernels, top=40):
     total = sum(v[0] for v in kernels.values())
-    print(f"{name}: {total / 1000:.1f} ms of kernels per step, {len(kernels)} kinds; "
-          f"event args: {sorted(next(iter(kernels.values()))[2]) if kernels else []}")
-    for kernel, (us, count, args) in sorted(kernels.items(), key=lambda kv: -kv[1][0])[:top]:
-        detail = {k: str(v)[:120] for k, v in args.items() if k in ("hlo_op", "long_name",
-                                                                   "tf_op", "name_scope")}
-        print(f"  {us / 1000:8.3f} ms {100 * us / total:5.1f}% x{count // 1:<5} {kernel[:90]} "
-              f"{detail}")
+    print(f"{name}: {total / 1000:.1f} ms of kernels per step, {len(kernels)} kinds")
+    for kernel, (us, count) in sorted(kernels.items(), key=lambda kv: -kv[1][0])[:top]:
+        print(f"  {us / 1000:8.3f} ms {100 * us / total:5.1f}% x{count:<5} {kernel[:90]}")
 
 
 def main(argv=None):

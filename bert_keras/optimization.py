@@ -209,7 +209,6 @@ _ADAM_UPDATE = []
 _FUSED_MIN_SIZE = 1 << 20
 
 
-
 def _adam_update(*args):
     """`_adam_math` compiled by XLA into one loop (built on first use: TensorFlow only)."""
     if not _ADAM_UPDATE:
