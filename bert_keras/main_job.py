@@ -8,22 +8,25 @@ Stages, each a library function of this package, each leaving its output under `
 3. pretrain       TFRecords -> `model/` (a model directory; `bert_keras.pretraining.run`)
 4. evaluate       MLM and NSP accuracy on the held-out records, next to the baselines of always
                   answering the most frequent token and the majority label
-5. finetune       `model/` fine-tuned on a sentence classification task (by default 8,000 SST-2
-                  training sentences bundled in `bert_keras/data/sst2`) -> `finetuned/`, scored
-                  on the task's dev set (`bert_keras.finetuning.run`)
-6. from_scratch   the same architecture, task and budget from random initialization ->
-                  `finetuned_from_scratch/`: what pre-training is worth, in one number
-7. export         `model/` -> `export/preprocessor`, `export/encoder`; `finetuned/` ->
+5. finetune       what pre-training is worth: `model/` and the same architecture freshly
+                  initialized, each fine-tuned on a sentence classification task (by default
+                  SST-2, bundled in `bert_keras/data/sst2`) with the same budget and the same
+                  search (`bert_keras.finetuning.transfer`): each side's learning rate and epochs
+                  chosen from one grid on held-out *training* rows, then several seeds on the
+                  dev set (mean and spread) and a learning curve (`learning_curve.png`); the
+                  pre-trained side's run is saved as `finetuned/`
+6. export         `model/` -> `export/preprocessor`, `export/encoder`; `finetuned/` ->
                   `export/classifier`, a raw-text classifier (SavedModels, `bert_keras.export`)
-8. demo           a fresh Python process that imports only TensorFlow and tensorflow-text
+7. demo           a fresh Python process that imports only TensorFlow and tensorflow-text
                   (`bert_keras/export/serving_demo.py`) reloads the SavedModels with
                   `tf.saved_model.load`, prints the top-5 tokens the model predicts for each
                   [MASK] of a few sentences and classifies a few raw sentences.
 
 A finished stage writes `stages/<name>.json`; a rerun skips finished stages and continues an
-interrupted pre-training or fine-tuning from its last checkpoint. At the end the job writes
-`results.json`: the held-out pre-training accuracies and their baselines, both fine-tuning dev
-accuracies, and the seconds of every stage. By default the job runs on the WikiText-2 sample
+interrupted pre-training from its last checkpoint and an interrupted comparison from its last
+finished run (`finetune_runs.json`). At the end the job writes `results.json`: the held-out
+pre-training accuracies and their baselines, each side's chosen setting, per-seed dev scores and
+learning curve, and the seconds of every stage. By default the job runs on the WikiText-2 sample
 bundled in `bert_keras/data` (CC BY-SA 3.0).
 
 Example:
@@ -70,7 +73,7 @@ LABEL_MEANINGS = {"glue/sst2": {"0": "negative", "1": "positive"},
                   "glue/cola": {"0": "unacceptable", "1": "acceptable"}}
 SINGLE_SENTENCE_TASKS = tuple(LABEL_MEANINGS)
 
-STAGES = ("vocab", "data", "pretrain", "evaluate", "finetune", "from_scratch", "export", "demo")
+STAGES = ("vocab", "data", "pretrain", "evaluate", "finetune", "export", "demo")
 RESULTS_NAME = "results.json"
 
 
@@ -100,13 +103,20 @@ class MainJobOptions:
     num_workers: int = 0
     random_seed: int = 12345
     sentences: tuple = DEFAULT_SENTENCES
+    next_sentence: bool = True
     finetune_task: str = "glue/sst2"
     finetune_data_dir: str = DEFAULT_FINETUNE_DATA_DIR
     finetune_seq_length: int = 64
-    finetune_learning_rate: float = 1e-3
     finetune_batch_size: int = 32
-    finetune_epochs: int = 2
-    finetune_train_examples: int = None  # None: every row of train.tsv
+    # The comparison of pre-trained and random initialization (`finetuning.transfer`): the
+    # labelled examples of the headline runs, the held-out training rows that choose each side's
+    # learning rate and epochs from the grid, the seeds and the learning curve's sizes.
+    finetune_train_examples: int = 1000
+    finetune_selection_examples: int = 500
+    finetune_learning_rates: tuple = (3e-4, 1e-3, 3e-3)
+    finetune_epochs: tuple = (3, 10)
+    finetune_seeds: tuple = (1, 2, 3)
+    learning_curve: tuple = (100, 300, 1000, 3000)
     classify_sentences: tuple = DEFAULT_CLASSIFY_SENTENCES
 
     def paths(self):
@@ -118,8 +128,8 @@ class MainJobOptions:
             "heldout_data": os.path.join(root, "data", "heldout"),
             "model": os.path.join(root, "model"),
             "finetuned": os.path.join(root, "finetuned"),
-            "random_init": os.path.join(root, "random_init"),
-            "finetuned_from_scratch": os.path.join(root, "finetuned_from_scratch"),
+            "finetune_runs": os.path.join(root, "finetune_runs.json"),
+            "learning_curve": os.path.join(root, "learning_curve.png"),
             "preprocessor": os.path.join(root, "export", "preprocessor"),
             "encoder": os.path.join(root, "export", "encoder"),
             "classifier": os.path.join(root, "export", "classifier"),
@@ -226,7 +236,8 @@ def _pretraining_options(options, paths, **overrides):
         num_warmup_steps=int(options.num_train_steps * options.warmup_fraction),
         learning_rate=options.learning_rate, save_checkpoints_steps=options.save_checkpoints_steps,
         steps_per_execution=options.steps_per_execution,
-        mixed_precision=options.mixed_precision, seed=options.random_seed)
+        mixed_precision=options.mixed_precision, seed=options.random_seed,
+        next_sentence=options.next_sentence)
     values.update(overrides)
     return PretrainingOptions(**values)
 
@@ -257,52 +268,85 @@ def evaluate_stage(options, paths):
     return {"summary": summary, "results": results, "baselines": baselines}
 
 
-def _finetune(options, init_model_dir, output_dir):
-    from bert_keras.finetuning.run import run_finetuning
-    from bert_keras.finetuning.tasks import glue
+def transfer_options(options):
+    """The `finetuning.transfer.TransferOptions` of the job's options."""
+    from bert_keras.finetuning.transfer import TransferOptions
 
-    result = run_finetuning(
-        options.finetune_task, options.finetune_data_dir, init_model_dir, output_dir,
-        strategy=options.strategy, seed=options.random_seed, verbose=2,
-        max_seq_length=options.finetune_seq_length, learning_rate=options.finetune_learning_rate,
-        train_batch_size=options.finetune_batch_size, num_train_epochs=options.finetune_epochs,
-        max_train_examples=options.finetune_train_examples)
-    dev = result.metrics["dev"]
-    train = result.results["train"]
-    labels = [example.label for example in glue.read_glue_examples(
-        options.finetune_task.split("/", 1)[1], options.finetune_data_dir, "dev")]
-    majority = max(labels.count(label) for label in set(labels)) / len(labels)
-    summary = (f"dev accuracy {dev['accuracy']:.3f} after {options.finetune_epochs} epochs over "
-               f"{train['num_rows']} {options.finetune_task} sentences, model directory {output_dir}")
-    return {"summary": summary, "task": options.finetune_task, "dev": _jsonable(dev),
-            "dev_majority_share": majority, "train": _jsonable(train)}
+    return TransferOptions(
+        num_train_examples=options.finetune_train_examples,
+        selection_examples=options.finetune_selection_examples,
+        learning_rates=tuple(float(v) for v in options.finetune_learning_rates),
+        epochs=tuple(int(v) for v in options.finetune_epochs),
+        seeds=tuple(int(v) for v in options.finetune_seeds),
+        curve_examples=tuple(int(v) for v in options.learning_curve),
+        train_batch_size=options.finetune_batch_size)
+
+
+def compare_finetuning(options, model_dir, initial_weights, state_path=None, log=print):
+    """Fine-tunes each of `initial_weights` ({side: weights}) on the job's task with the same
+    grid, seeds and budget (`finetuning.transfer.compare_initializations`); returns
+    (result, sweep), the sweep holding the model of the last run."""
+    from bert_keras.finetuning.sweep import FinetuningSweep
+    from bert_keras.finetuning.task import FinetuningOptions, get_task
+    from bert_keras.finetuning.transfer import compare_initializations
+    from bert_keras.model import model_dir as model_dir_lib
+
+    task = get_task(options.finetune_task, options.finetune_data_dir, model_dir,
+                    FinetuningOptions(max_seq_length=options.finetune_seq_length))
+    config = model_dir_lib.read_config(model_dir)
+    sweep = FinetuningSweep(task, config, options.finetune_batch_size)
+    result = compare_initializations(task, config, initial_weights, transfer_options(options),
+                                     state_path=state_path, log=log, sweep=sweep)
+    return result, sweep
+
+
+PRETRAINED, RANDOM_INIT = "pre-trained", "random init"
 
 
 def finetune_stage(options, paths):
-    return _finetune(options, paths["model"], paths["finetuned"])
+    from bert_keras.finetuning.sweep import random_encoder_weights, subset
+    from bert_keras.finetuning.task_models import save_task_model_dir
+    from bert_keras.finetuning.transfer import clearly_better, plot_learning_curve
+    from bert_keras.model import model_dir as model_dir_lib
+
+    config = model_dir_lib.read_config(paths["model"])
+    pretrained = model_dir_lib.read_weights(paths["model"])
+    initial = {PRETRAINED: pretrained,
+               RANDOM_INIT: random_encoder_weights(config, options.random_seed)}
+    result, sweep = compare_finetuning(options, paths["model"], initial, paths["finetune_runs"])
+    plot_learning_curve(result, paths["learning_curve"],
+                        f"{options.finetune_task}: {options.preset} BERT, pre-trained vs not")
+
+    # The model directory that is exported and served: the pre-trained side at its chosen
+    # setting, first seed, on the headline examples.
+    chosen = result["sides"][PRETRAINED]["chosen"]
+    train = sweep.task.load("train", training=True)
+    sweep.run(pretrained, subset(train, range(options.finetune_train_examples)),
+              chosen["learning_rate"], chosen["epochs"], options.finetune_seeds[0])
+    save_task_model_dir(sweep.model, paths["finetuned"], config, sweep.task.vocab,
+                        sweep.task.do_lower_case, sweep.task.task_config())
+
+    pre, rand = result["sides"][PRETRAINED], result["sides"][RANDOM_INIT]
+    margin = pre["dev_mean"] - rand["dev_mean"]
+    helps = clearly_better(result, PRETRAINED, RANDOM_INIT)
+    summary = (f"dev {result['metric']} {pre['dev_mean']:.3f} +- {pre['dev_std']:.3f} pre-trained, "
+               f"{rand['dev_mean']:.3f} +- {rand['dev_std']:.3f} from random initialization "
+               f"({margin * 100:+.1f} points; {len(pre['dev'])} seeds, "
+               f"{options.finetune_train_examples} labelled examples)")
+    return {"summary": summary, **_jsonable(result), "margin": margin,
+            "pretraining_clearly_helps": helps}
 
 
 def write_random_init_model_dir(model_dir, output_dir, seed):
     """A model directory with `model_dir`'s config and vocabulary and freshly initialized weights
     (BERT's truncated normal, std `initializer_range`), to fine-tune without pre-training."""
-    import keras
-
-    from bert_keras.model import checkpoint_names
+    from bert_keras.finetuning.sweep import random_encoder_weights
     from bert_keras.model import model_dir as model_dir_lib
-    from bert_keras.model.encoder import build_encoder
 
     config = model_dir_lib.read_config(model_dir)
-    keras.utils.set_random_seed(seed)
-    encoder = build_encoder(config)
     model_dir_lib.write_model_dir(
         output_dir, config, model_dir_lib.read_vocab(model_dir, config),
-        model_dir_lib.read_do_lower_case(model_dir),
-        checkpoint_names.collect_weights(checkpoint_names.encoder_weight_map(encoder)))
-
-
-def from_scratch_stage(options, paths):
-    write_random_init_model_dir(paths["model"], paths["random_init"], options.random_seed)
-    return _finetune(options, paths["random_init"], paths["finetuned_from_scratch"])
+        model_dir_lib.read_do_lower_case(model_dir), random_encoder_weights(config, seed))
 
 
 def export_stage(options, paths):
@@ -374,10 +418,10 @@ def _jsonable(value):
 
 def results_summary(results):
     """The figures of a finished job, as written to `results.json`."""
-    evaluated = results["evaluate"]
-    finetuned, from_scratch = results["finetune"], results["from_scratch"]
+    evaluated, finetuned = results["evaluate"], results["finetune"]
     seconds = {name: results[name].get("seconds") for name in STAGES}
     seconds["total"] = round(sum(value or 0.0 for value in seconds.values()), 1)
+    sides = finetuned["sides"]
     return {
         "pretrain": {
             "heldout_mlm_accuracy": evaluated["results"]["masked_lm_accuracy"],
@@ -388,13 +432,43 @@ def results_summary(results):
         },
         "finetune": {
             "task": finetuned["task"],
-            "dev_accuracy": finetuned["dev"]["accuracy"],
-            "dev_accuracy_from_scratch": from_scratch["dev"]["accuracy"],
-            "dev_majority_share": finetuned["dev_majority_share"],
-            "train_examples": finetuned["train"]["num_rows"],
+            "metric": finetuned["metric"],
+            "train_examples": finetuned["options"]["num_train_examples"],
+            "selection_examples": finetuned["options"]["selection_examples"],
+            "seeds": finetuned["options"]["seeds"],
+            "dev_majority_share": finetuned["majority_share"],
+            "pretrained": sides[PRETRAINED],
+            "random_init": sides[RANDOM_INIT],
+            "margin": finetuned["margin"],
+            "pretraining_clearly_helps": finetuned["pretraining_clearly_helps"],
         },
         "seconds": seconds,
     }
+
+
+def _print_comparison(finetune):
+    metric = finetune["metric"]
+    sides = {PRETRAINED: finetune["pretrained"], RANDOM_INIT: finetune["random_init"]}
+    print(f"\nFine-tuning on {finetune['task']}: dev {metric} with {finetune['train_examples']} "
+          f"labelled examples; each side's learning rate and epochs chosen on "
+          f"{finetune['selection_examples']} held-out training examples (never on dev):")
+    seeds = " ".join(f"seed {seed}" for seed in finetune["seeds"])
+    print(f"  {'':<12} {'lr':>7} {'epochs':>6}   {seeds}   mean +- sd")
+    for side, values in sides.items():
+        chosen = values["chosen"]
+        scores = "  ".join(f"{score:6.3f}" for score in values["dev"])
+        print(f"  {side:<12} {chosen['learning_rate']:>7g} {chosen['epochs']:>6}   {scores}   "
+              f"{values['dev_mean']:.3f} +- {values['dev_std']:.3f}")
+    verdict = ("clearly better (at least 3 points and twice the standard error of the "
+               "difference)" if finetune["pretraining_clearly_helps"] else
+               "NOT clearly better than random initialization at this budget")
+    print(f"  pre-trained minus random init: {finetune['margin'] * 100:+.1f} points "
+          f"(majority label {finetune['dev_majority_share']:.3f}): pre-trained is {verdict}")
+    sizes = sorted(int(size) for size in finetune["pretrained"]["curve"])
+    print("Learning curve (dev " + metric + ", one seed a point):")
+    print(f"  {'labelled':<12} " + " ".join(f"{size:>6}" for size in sizes))
+    for side, values in sides.items():
+        print(f"  {side:<12} " + " ".join(f"{values['curve'][str(size)]:6.3f}" for size in sizes))
 
 
 def run_main_job(options):
@@ -407,7 +481,7 @@ def run_main_job(options):
     stages = _Stages(paths["stages"])
     functions = {"vocab": build_vocab_stage, "data": create_data_stage, "pretrain": pretrain_stage,
                  "evaluate": evaluate_stage, "finetune": finetune_stage,
-                 "from_scratch": from_scratch_stage, "export": export_stage, "demo": demo_stage}
+                 "export": export_stage, "demo": demo_stage}
     results = {name: stages.run(name, lambda f=functions[name]: f(options, paths)) for name in STAGES}
     summary = results_summary(results)
     write_text_atomic(paths["results"], json.dumps(summary, indent=2) + "\n")
@@ -418,14 +492,15 @@ def run_main_job(options):
     print(f"\nThe reloaded {options.finetune_task} classifier on raw sentences:")
     for line in results["demo"]["classifications"]:
         print("  " + line)
-    pretrain, finetune = summary["pretrain"], summary["finetune"]
+    pretrain = summary["pretrain"]
+    nsp = pretrain["heldout_nsp_accuracy"]
     print(f"\nPre-training, held out: masked-LM accuracy {pretrain['heldout_mlm_accuracy']:.3f} "
-          f"(most frequent token {pretrain['most_frequent_token_share']:.3f}); next-sentence "
-          f"accuracy {pretrain['heldout_nsp_accuracy']:.3f} (majority label "
-          f"{pretrain['nsp_majority_share']:.3f})")
-    print(f"Fine-tuning on {finetune['task']}, dev accuracy: {finetune['dev_accuracy']:.3f} from the "
-          f"pre-trained model, {finetune['dev_accuracy_from_scratch']:.3f} from random "
-          f"initialization (majority label {finetune['dev_majority_share']:.3f})")
+          f"(most frequent token {pretrain['most_frequent_token_share']:.3f}); " + (
+              f"next-sentence accuracy {nsp:.3f} (majority label "
+              f"{pretrain['nsp_majority_share']:.3f})" if nsp is not None
+              else "no next-sentence prediction"))
+    _print_comparison(summary["finetune"])
+    print(f"Learning curve plot: {paths['learning_curve']}")
     print(f"{summary['seconds']['total']:.0f} s in all; everything is in {paths['root']} "
           f"(figures in {paths['results']})")
     return results
@@ -476,11 +551,22 @@ def _define_flags():
                         "SST-2 sample).")
     flags.DEFINE_integer("finetune_seq_length", defaults.finetune_seq_length,
                          "Fine-tuning sequence length.")
-    flags.DEFINE_float("finetune_learning_rate", defaults.finetune_learning_rate,
-                       "Fine-tuning peak learning rate (both runs).")
-    flags.DEFINE_integer("finetune_batch_size", defaults.finetune_batch_size,
-                         "Fine-tuning batch size.")
-    flags.DEFINE_integer("finetune_epochs", defaults.finetune_epochs, "Fine-tuning epochs.")
+    flags.DEFINE_integer("finetune_train_examples", defaults.finetune_train_examples,
+                         "Labelled training examples of the headline comparison (the first "
+                         "rows of train.tsv).")
+    flags.DEFINE_integer("finetune_selection_examples", defaults.finetune_selection_examples,
+                         "The last rows of train.tsv, held out to choose each side's learning "
+                         "rate and epochs.")
+    flags.DEFINE_list("finetune_learning_rates", [f"{v:g}" for v in defaults.finetune_learning_rates],
+                      "Fine-tuning learning rates to choose from (both sides).")
+    flags.DEFINE_list("finetune_epochs", [str(v) for v in defaults.finetune_epochs],
+                      "Fine-tuning epochs to choose from (both sides).")
+    flags.DEFINE_list("finetune_seeds", [str(v) for v in defaults.finetune_seeds],
+                      "Fine-tuning seeds at the chosen setting (mean and spread).")
+    flags.DEFINE_list("learning_curve", [str(v) for v in defaults.learning_curve],
+                      "Numbers of labelled examples of the learning curve.")
+    flags.DEFINE_bool("next_sentence", defaults.next_sentence,
+                      "Pre-train with the next-sentence task as well as the masked LM.")
 
 
 def _main(argv):
@@ -491,11 +577,18 @@ def _main(argv):
               for field in dataclasses.fields(MainJobOptions)
               if field.name in flags.FLAGS and field.name != "mixed_precision"}
     values["mixed_precision"] = optimization.mixed_precision_policy(flags.FLAGS.dtype)
+    for name, kind in (("finetune_learning_rates", float), ("finetune_epochs", int),
+                       ("finetune_seeds", int), ("learning_curve", int)):
+        try:
+            values[name] = tuple(kind(value) for value in values[name])
+        except ValueError:
+            raise SystemExit(f"bert-keras-main: error: --{name}: not a list of "
+                             f"{kind.__name__}s: {','.join(values[name])}") from None
     from bert_keras.data.corpus import CorpusError
 
     try:
         run_main_job(MainJobOptions(**values))
-    except (CorpusError, FileNotFoundError) as error:
+    except (CorpusError, FileNotFoundError, ValueError) as error:
         # Bad input: the message names the file; a traceback would only hide it.
         raise SystemExit(f"bert-keras-main: error: {error}") from None
 

@@ -144,6 +144,22 @@ def mixed_precision_policy(dtype):
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")
+def warmup_linear_decay(step, peak_learning_rate, warmup_steps, total_steps):
+    """The learning rate after `step` updates: linear warm-up from 0 to `peak_learning_rate` over
+    `warmup_steps` (0: none), then linear decay to 0 at `total_steps`, and 0 after.
+
+    The arguments may be numbers or (float32) variables, so that one traced training step can
+    serve runs of different lengths (`bert_keras.finetuning.sweep`).
+    """
+    step = ops.cast(step, "float32")
+    peak = ops.cast(peak_learning_rate, "float32")
+    warmup = ops.cast(warmup_steps, "float32")
+    total = ops.cast(total_steps, "float32")
+    decayed = peak * (1.0 - ops.minimum(step, total) / total)
+    warming = peak * step / ops.maximum(warmup, 1.0)
+    return ops.where(step < warmup, warming, decayed)
+
+
 class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     """Linear warm-up from 0 to `peak_learning_rate`, then linear decay to 0 at `total_steps`.
 
@@ -161,12 +177,8 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
         self.total_steps = int(total_steps)
 
     def __call__(self, step):
-        step = ops.cast(step, "float32")
-        decayed = self.peak_learning_rate * (1.0 - ops.minimum(step, self.total_steps) / self.total_steps)
-        if self.warmup_steps == 0:
-            return decayed
-        warmup = self.peak_learning_rate * step / self.warmup_steps
-        return ops.where(step < self.warmup_steps, warmup, decayed)
+        return warmup_linear_decay(step, self.peak_learning_rate, self.warmup_steps,
+                                   self.total_steps)
 
     def get_config(self):
         return {"peak_learning_rate": self.peak_learning_rate, "warmup_steps": self.warmup_steps,

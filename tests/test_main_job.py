@@ -13,13 +13,19 @@ from bert_keras import main_job
 from bert_keras.model.pretraining_model import load_pretraining_model
 
 
+# A small comparison: the fine-tuning stage's runs take seconds, not minutes.
+# 1,000 SST-2 phrases for 5 epochs: the smallest budget at which a tiny model learns here.
+QUICK_COMPARISON = dict(finetune_train_examples=1000, finetune_selection_examples=300,
+                        finetune_learning_rates=(1e-3, 3e-3), finetune_epochs=(5,),
+                        finetune_seeds=(1, 2), learning_curve=(300, 1000))
+
+
 @pytest.fixture(scope="module")
 def finished_job(tmp_path_factory):
     options = main_job.MainJobOptions(
         work_dir=str(tmp_path_factory.mktemp("main_job")), vocab_size=1200, dupe_factor=1,
         num_train_steps=300, save_checkpoints_steps=150, steps_per_execution=50, train_batch_size=32,
-        num_workers=1, finetune_train_examples=4000, finetune_epochs=2,
-        finetune_learning_rate=1e-3)
+        num_workers=1, finetune_seq_length=48, **QUICK_COMPARISON)
     return options, main_job.run_main_job(options)
 
 
@@ -53,18 +59,35 @@ def test_results_json_holds_the_figures(finished_job):
     assert written["pretrain"]["heldout_nsp_accuracy"] == evaluated["results"]["next_sentence_accuracy"]
     assert written["pretrain"]["nsp_majority_share"] == evaluated["baselines"]["nsp_majority_share"]
     finetune = written["finetune"]
-    assert finetune["task"] == "glue/sst2"
-    assert finetune["train_examples"] == 4000
-    for name in ("finetuned", "finetuned_from_scratch"):
-        with open(os.path.join(options.paths()[name], "eval_results.json"), encoding="utf-8") as f:
-            dev = json.load(f)["metrics"]["dev"]["accuracy"]
-        key = "dev_accuracy" if name == "finetuned" else "dev_accuracy_from_scratch"
-        assert finetune[key] == dev
+    assert finetune["task"] == "glue/sst2" and finetune["metric"] == "accuracy"
+    assert finetune["train_examples"] == 1000 and finetune["seeds"] == [1, 2]
     # The bundled dev set is SST-2's: 872 sentences, 444 positive.
     assert abs(finetune["dev_majority_share"] - 444 / 872) < 1e-9
-    # Even at this budget fine-tuning learns: above always answering the majority label.
-    assert finetune["dev_accuracy"] >= finetune["dev_majority_share"] + 0.05
-    assert finetune["dev_accuracy_from_scratch"] >= finetune["dev_majority_share"] + 0.05
+    with open(options.paths()["finetune_runs"], encoding="utf-8") as f:
+        runs = json.load(f)["runs"]
+    for name, side in (("pre-trained", finetune["pretrained"]),
+                       ("random init", finetune["random_init"])):
+        chosen = side["chosen"]
+        # Each side's setting is the best of the grid on the held-out training rows.
+        best = max(side["selection"].values())
+        assert side["selection"][f"lr={chosen['learning_rate']:g},epochs={chosen['epochs']}"] == best
+        # Per-seed dev scores are the recorded runs' at the chosen setting.
+        for seed, score in zip(finetune["seeds"], side["dev"]):
+            key = (f"{name}|n=1000|lr={chosen['learning_rate']:g}|epochs={chosen['epochs']}|"
+                   f"seed={seed}")
+            assert runs[key]["dev"] == score
+        assert side["dev_mean"] == pytest.approx(np.mean(side["dev"]))
+        assert sorted(side["curve"], key=int) == ["300", "1000"]
+        # Even at this budget fine-tuning learns: above always answering the majority label.
+        assert side["dev_mean"] >= finetune["dev_majority_share"] + 0.05, side
+    assert finetune["margin"] == pytest.approx(
+        finetune["pretrained"]["dev_mean"] - finetune["random_init"]["dev_mean"])
+    assert os.path.getsize(options.paths()["learning_curve"]) > 1000
+    with open(options.paths()["learning_curve"], "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    # The exported classifier is the pre-trained side fine-tuned at its chosen setting.
+    with open(os.path.join(options.paths()["finetuned"], "task_config.json"), encoding="utf-8") as f:
+        assert json.load(f)["task"] == "glue/sst2"
     seconds = written["seconds"]
     assert set(seconds) == set(main_job.STAGES) | {"total"}
     assert abs(seconds["total"] - sum(seconds[name] for name in main_job.STAGES)) < 0.2
@@ -193,3 +216,26 @@ def test_bad_input_through_the_command_line_is_one_clear_line(tmp_path):
     assert message.startswith("bert-keras-main: error: ") and str(path) in message, message
     assert "Traceback" not in completed.stderr
     assert not work_dir.exists()
+
+
+@pytest.mark.parametrize("pretrained_seed,same", [(None, True), (7, False)])
+def test_the_comparison_with_a_random_model_as_the_pre_trained_one(finished_job, tmp_path,
+                                                                   pretrained_seed, same):
+    """Controls of the fine-tuning stage itself: a "pre-trained" model that is the random side's
+    own initialization gives a margin of zero; another random initialization does not pass as
+    pre-trained."""
+    import dataclasses
+
+    options, _ = finished_job
+    options = dataclasses.replace(options, work_dir=str(tmp_path / "work"), learning_curve=(1000,))
+    paths = options.paths()
+    seed = options.random_seed if pretrained_seed is None else pretrained_seed
+    main_job.write_random_init_model_dir(finished_job[0].paths()["model"], paths["model"], seed)
+    result = main_job.finetune_stage(options, paths)
+    pre, rand = result["sides"][main_job.PRETRAINED], result["sides"][main_job.RANDOM_INIT]
+    if same:
+        assert pre["chosen"] == rand["chosen"]
+        assert abs(result["margin"]) < 0.005 and pre["curve"] == pytest.approx(rand["curve"], abs=0.005)
+    assert not result["pretraining_clearly_helps"], result["margin"]
+    for side in (pre, rand):  # both learned: not two models that learned nothing
+        assert side["dev_mean"] >= result["majority_share"] + 0.05

@@ -1,0 +1,138 @@
+"""Fine-tuning runs in one process (`sweep`) and the fair comparison of initializations
+(`transfer`), on the bundled SST-2 sentences with tiny random models.
+
+The comparison is checked with a control: the same initial weights on both sides give a margin
+of zero (tests/test_main_job.py adds the job's own controls, where both sides learn)."""
+
+import doctest
+import json
+import os
+
+import numpy as np
+import pytest
+
+from bert_keras.finetuning import sweep as sweep_lib
+from bert_keras.finetuning import transfer
+from bert_keras.finetuning.task import FinetuningOptions, get_task
+from bert_keras.main_job import DEFAULT_FINETUNE_DATA_DIR
+from finetuning_fixtures import tiny_model_dir
+
+TRAIN = os.path.join(DEFAULT_FINETUNE_DATA_DIR, "train.tsv")
+DEV = os.path.join(DEFAULT_FINETUNE_DATA_DIR, "dev.tsv")
+
+
+@pytest.mark.parametrize("module", [sweep_lib, transfer])
+def test_the_docstring_examples_run(module):
+    assert doctest.testmod(module).failed == 0
+
+
+@pytest.fixture(scope="module")
+def sst2(tmp_path_factory):
+    """The bundled SST-2 task, a tiny random model directory over its words, and one sweep."""
+    root = tmp_path_factory.mktemp("sst2")
+    model = tiny_model_dir(root, [TRAIN, DEV])
+    task = get_task("glue/sst2", DEFAULT_FINETUNE_DATA_DIR, model,
+                    FinetuningOptions(max_seq_length=48))
+    from bert_keras.model import model_dir
+
+    config = model_dir.read_config(model)
+    sweep = sweep_lib.FinetuningSweep(task, config)
+    sweep.model_dir = model
+    return task, config, model_dir.read_weights(model), sweep
+
+
+def test_a_run_does_not_depend_on_the_runs_before_it(sst2):
+    """Weights, optimizer moments, schedule and dropout are all reset: the same run twice in
+    one sweep, with another run in between, gives the same loss and scores."""
+    task, _, weights, sweep = sst2
+    train = sweep_lib.subset(task.load("train", training=True), np.arange(200))
+    dev = sweep_lib.subset(task.load("dev"), np.arange(200))
+    first = sweep.run(weights, train, 3e-3, 2, seed=5, evaluate={"dev": dev})
+    other = sweep.run(weights, train, 1e-4, 3, seed=6, evaluate={"dev": dev})
+    again = sweep.run(weights, train, 3e-3, 2, seed=5, evaluate={"dev": dev})
+    assert first.steps == 2 * 7 and other.steps == 3 * 7
+    assert again.train_loss == pytest.approx(first.train_loss, abs=1e-6)
+    assert again.metrics == first.metrics
+    assert other.train_loss != pytest.approx(first.train_loss, abs=1e-4)
+
+
+def test_a_run_learns_the_task(sst2):
+    """Against the majority label of the same dev sentences."""
+    task, config, _, sweep = sst2
+    train = sweep_lib.subset(task.load("train", training=True), np.arange(1000))
+    dev = task.load("dev")
+    result = sweep.run(sweep_lib.random_encoder_weights(config, 3), train, 3e-3, 5, seed=1,
+                       evaluate={"dev": dev})
+    majority = max(np.mean(dev.labels == 0), np.mean(dev.labels == 1))
+    assert result.metrics["dev"]["accuracy"] >= majority + 0.08, (result.metrics, majority)
+
+
+SMALL = transfer.TransferOptions(num_train_examples=200, selection_examples=100,
+                                 learning_rates=(1e-3, 3e-3), epochs=(2,), seeds=(1, 2),
+                                 curve_examples=(100, 200))
+
+
+def test_the_same_initialization_on_both_sides_gives_a_margin_of_zero(sst2, tmp_path):
+    task, config, weights, sweep = sst2
+    result = transfer.compare_initializations(task, config, {"a": weights, "b": weights}, SMALL,
+                                              state_path=str(tmp_path / "runs.json"), log=None,
+                                              sweep=sweep)
+    a, b = result["sides"]["a"], result["sides"]["b"]
+    assert a["chosen"] == b["chosen"]
+    assert abs(a["dev_mean"] - b["dev_mean"]) < 0.005
+    assert a["curve"] == pytest.approx(b["curve"], abs=0.005)
+    assert not transfer.clearly_better(result, "a", "b")
+    assert not transfer.clearly_better(result, "b", "a")
+    # Chosen on held-out *training* rows: the selection scores are recorded, dev is not used.
+    assert set(a["selection"]) == {"lr=0.001,epochs=2", "lr=0.003,epochs=2"}
+    with open(tmp_path / "runs.json", encoding="utf-8") as f:
+        runs = json.load(f)["runs"]
+    assert all("selection" in run for key, run in runs.items() if "n=200" in key and "seed=1" in key)
+
+
+def test_a_rerun_continues_from_the_recorded_runs(sst2, tmp_path):
+    task, config, weights, sweep = sst2
+    state = str(tmp_path / "runs.json")
+    options = transfer.TransferOptions(num_train_examples=100, selection_examples=100,
+                                       learning_rates=(3e-3,), epochs=(2,), seeds=(1, 2),
+                                       curve_examples=(50, 100))
+    first = transfer.compare_initializations(task, config, {"a": weights}, options, state, None,
+                                             sweep)
+    calls = []
+    original = sweep.run
+    sweep.run = lambda *args, **kwargs: calls.append(args) or original(*args, **kwargs)
+    try:
+        again = transfer.compare_initializations(task, config, {"a": weights}, options, state,
+                                                 None, sweep)
+    finally:
+        del sweep.run
+    assert calls == [] and again["sides"] == first["sides"]
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(num_train_examples=10 ** 6), "labelled rows"),
+    (dict(num_train_examples=0), "must be >= 1"),
+    (dict(num_train_examples=-5), "must be >= 1"),
+    (dict(curve_examples=(10 ** 6,)), "labelled rows"),
+    (dict(learning_rates=(-1e-3,)), "positive"),
+    (dict(epochs=(1.5,)), "whole numbers"),
+])
+def test_impossible_settings_are_refused_before_any_run(sst2, change, message):
+    task, config, weights, sweep = sst2
+    options = transfer.TransferOptions(**{**SMALL.__dict__, **change})
+    with pytest.raises(ValueError, match=message):
+        transfer.compare_initializations(task, config, {"a": weights}, options, log=None,
+                                         sweep=sweep)
+
+
+def test_a_training_file_with_one_class_is_refused_naming_it(sst2, tmp_path):
+    _, config, weights, sweep = sst2
+    rows = [line for line in open(TRAIN, encoding="utf-8").read().splitlines()[1:]
+            if line.endswith("\t1")]
+    (tmp_path / "train.tsv").write_text("sentence\tlabel\n" + "\n".join(rows) + "\n",
+                                        encoding="utf-8")
+    (tmp_path / "dev.tsv").write_text(open(DEV, encoding="utf-8").read(), encoding="utf-8")
+    task = get_task("glue/sst2", str(tmp_path), sweep.model_dir, FinetuningOptions(max_seq_length=48))
+    with pytest.raises(ValueError, match="one label only") as raised:
+        transfer.compare_initializations(task, config, {"a": weights}, SMALL, log=None)
+    assert str(tmp_path) in str(raised.value)
