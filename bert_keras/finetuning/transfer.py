@@ -10,9 +10,9 @@ same budget and the same search, as the paper compares its models:
    gets the setting with its best score there. The dev set is never used to choose.
 2. **Seeds**: each side at its chosen setting with every seed (the selection run is the first
    seed's run); the dev scores' mean and standard deviation are the headline.
-3. **Learning curve**: each side at its chosen learning rate on the first 100, 300, ... rows
-   (one seed), with the chosen epochs but at least as many updates as the headline run, so
-   that small sets are not also under-trained.
+3. **Learning curve**: each side at its chosen learning rate and epochs on the first 100,
+   300, ... rows (one seed); a set smaller than the headline one gets at least the headline
+   run's number of updates, so that it is not also under-trained.
 
 Every run is a `finetuning.sweep.FinetuningSweep` run: one compiled model for all of them. The
 runs are recorded in `state_path` (JSON, written atomically after each run), and a rerun with
@@ -185,9 +185,11 @@ def compare_initializations(task, config, initial_weights, options=None, state_p
         for size in options.curve_examples:
             size = int(size)
             if size == n:
-                curve[size] = dev_scores[0]
+                curve[size] = float(np.mean(dev_scores))  # the headline point: its seeds' mean
                 continue
-            size_epochs = max(epochs, math.ceil(headline_steps / math.ceil(size / options.train_batch_size)))
+            # Smaller sets: the chosen epochs, but at least the headline run's updates.
+            size_epochs = max(epochs, math.ceil(headline_steps /
+                                                math.ceil(size / options.train_batch_size)))
             curve[size] = run(side, size, learning_rate, size_epochs, options.seeds[0])["dev"]
         sides[side] = {
             "selection": {f"lr={lr:g},epochs={e}": score for (lr, e), score in selection.items()},
