@@ -192,6 +192,23 @@ def check_inputs(options):
     check_corpus_files(_files(options.heldout_files), options.input_format)
 
 
+def check_finetune_inputs(options):
+    """Checks the labelled task files against the comparison's settings before anything is
+    written: enough rows for the headline, the curve and the held-out selection rows, and both
+    labels among the headline rows (ValueError naming the file or the setting)."""
+    from bert_keras.finetuning.tasks import glue
+
+    name = options.finetune_task.split("/", 1)[1]
+    examples = glue.read_glue_examples(name, options.finetune_data_dir, "train")
+    source = glue.split_path(name, options.finetune_data_dir, "train")
+    transfer_options(options).check(len(examples), source)
+    labels = {example.label for example in examples[:options.finetune_train_examples]}
+    if len(labels) < 2:
+        raise ValueError(f"{source}: the first {options.finetune_train_examples} rows have one "
+                         f"label only ({labels.pop()}); a classifier cannot learn from them")
+    glue.read_glue_examples(name, options.finetune_data_dir, "dev")
+
+
 def build_vocab_stage(options, paths):
     from bert_keras.text import vocab_builder
 
@@ -477,6 +494,8 @@ def run_main_job(options):
     paths = options.paths()
     if not os.path.exists(os.path.join(paths["stages"], "data.json")):
         check_inputs(options)
+    if not os.path.exists(os.path.join(paths["stages"], "finetune.json")):
+        check_finetune_inputs(options)
     os.makedirs(paths["root"], exist_ok=True)
     stages = _Stages(paths["stages"])
     functions = {"vocab": build_vocab_stage, "data": create_data_stage, "pretrain": pretrain_stage,

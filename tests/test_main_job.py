@@ -239,3 +239,39 @@ def test_the_comparison_with_a_random_model_as_the_pre_trained_one(finished_job,
     assert not result["pretraining_clearly_helps"], result["margin"]
     for side in (pre, rand):  # both learned: not two models that learned nothing
         assert side["dev_mean"] >= result["majority_share"] + 0.05
+
+
+@pytest.mark.parametrize("flag,message", [
+    ("--finetune_train_examples=100000", "labelled rows"),
+    ("--finetune_train_examples=0", "--finetune_train_examples"),
+    ("--finetune_train_examples=-3", "--finetune_train_examples"),
+    ("--learning_curve=100,x", "--learning_curve"),
+    ("--finetune_learning_rates=-1e-3", "--finetune_learning_rates"),
+])
+def test_bad_comparison_flags_stop_the_job_before_anything_is_written(flag, message, tmp_path):
+    work_dir = tmp_path / "work"
+    completed = subprocess.run(
+        [sys.executable, "-c", "from bert_keras.main_job import cli_main; cli_main()",
+         f"--work_dir={work_dir}", flag], capture_output=True, text=True, timeout=300)
+    assert completed.returncode != 0
+    last = completed.stderr.strip().splitlines()[-1]
+    assert last.startswith("bert-keras-main: error: ") and message in last, last
+    assert "Traceback" not in completed.stderr
+    assert not work_dir.exists()
+
+
+def test_a_labelled_file_with_one_class_stops_the_job_naming_it(tmp_path):
+    data = tmp_path / "sst2"
+    data.mkdir()
+    with open(os.path.join(main_job.DEFAULT_FINETUNE_DATA_DIR, "train.tsv"), encoding="utf-8") as f:
+        rows = f.read().splitlines()
+    (data / "train.tsv").write_text("\n".join([rows[0]] + [r for r in rows[1:] if r.endswith("\t1")])
+                                    + "\n", encoding="utf-8")
+    with open(os.path.join(main_job.DEFAULT_FINETUNE_DATA_DIR, "dev.tsv"), encoding="utf-8") as f:
+        (data / "dev.tsv").write_text(f.read(), encoding="utf-8")
+    work_dir = tmp_path / "work"
+    with pytest.raises(ValueError, match="one label only") as raised:
+        main_job.run_main_job(main_job.MainJobOptions(work_dir=str(work_dir),
+                                                      finetune_data_dir=str(data)))
+    assert str(data / "train.tsv") in str(raised.value)
+    assert not work_dir.exists()

@@ -70,27 +70,33 @@ class TransferOptions:
     eval_batch_size: int = 128
 
     def check(self, num_rows, source):
-        """Raises ValueError naming `source` (the training file) when the rows do not allow
-        this comparison."""
-        if self.num_train_examples is None or int(self.num_train_examples) < 1:
-            raise ValueError(f"the number of labelled training examples must be >= 1, got "
-                             f"{self.num_train_examples}")
+        """Raises ValueError naming `source` (the training file) and the setting (with the main
+        job's flag) when the rows do not allow this comparison."""
+        n = self.num_train_examples
+        if n is None or int(n) != n or n < 1:
+            raise ValueError(f"num_train_examples (--finetune_train_examples) must be a whole "
+                             f"number >= 1, got {n}")
         if self.selection_examples < 1:
-            raise ValueError(f"selection_examples must be >= 1, got {self.selection_examples}")
-        needed = max((self.num_train_examples,) + tuple(self.curve_examples))
+            raise ValueError(f"selection_examples (--finetune_selection_examples) must be >= 1, "
+                             f"got {self.selection_examples}")
+        if any(int(size) < 1 for size in self.curve_examples):
+            raise ValueError(f"learning-curve sizes (--learning_curve) must be >= 1, got "
+                             f"{self.curve_examples}")
+        needed = max((n,) + tuple(self.curve_examples))
         if needed + self.selection_examples > num_rows:
             raise ValueError(
-                f"{source}: {num_rows} labelled rows, but {needed} training examples and "
-                f"{self.selection_examples} held-out rows for choosing the learning rate and "
-                f"epochs need {needed + self.selection_examples}")
-        if any(int(n) < 1 for n in self.curve_examples):
-            raise ValueError(f"learning-curve sizes must be >= 1, got {self.curve_examples}")
+                f"{source}: {num_rows} labelled rows, but {needed} training examples "
+                f"(--finetune_train_examples, --learning_curve) and {self.selection_examples} "
+                f"held-out rows for choosing the learning rate and epochs "
+                f"(--finetune_selection_examples) need {needed + self.selection_examples}")
         if not self.learning_rates or any(lr <= 0 for lr in self.learning_rates):
-            raise ValueError(f"learning rates must be positive, got {self.learning_rates}")
+            raise ValueError(f"learning rates (--finetune_learning_rates) must be positive, got "
+                             f"{self.learning_rates}")
         if not self.epochs or any(int(e) != e or e < 1 for e in self.epochs):
-            raise ValueError(f"epochs must be whole numbers >= 1, got {self.epochs}")
+            raise ValueError(f"epochs (--finetune_epochs) must be whole numbers >= 1, got "
+                             f"{self.epochs}")
         if not self.seeds:
-            raise ValueError("at least one seed is needed")
+            raise ValueError("at least one seed (--finetune_seeds) is needed")
 
 
 def _run_key(side, num_examples, learning_rate, epochs, seed):

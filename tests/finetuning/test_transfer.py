@@ -111,8 +111,8 @@ def test_a_rerun_continues_from_the_recorded_runs(sst2, tmp_path):
 
 @pytest.mark.parametrize("change,message", [
     (dict(num_train_examples=10 ** 6), "labelled rows"),
-    (dict(num_train_examples=0), "must be >= 1"),
-    (dict(num_train_examples=-5), "must be >= 1"),
+    (dict(num_train_examples=0), "whole number >= 1"),
+    (dict(num_train_examples=-5), "whole number >= 1"),
     (dict(curve_examples=(10 ** 6,)), "labelled rows"),
     (dict(learning_rates=(-1e-3,)), "positive"),
     (dict(epochs=(1.5,)), "whole numbers"),
