@@ -31,8 +31,6 @@ Writes benchmarks/results/ablations.json and prints the tables in the layout of
 
 import argparse
 import dataclasses
-import json
-import math
 import os
 import sys
 import time
@@ -99,11 +97,12 @@ def pretrain_variants(args, job_options):
     return models
 
 
-def heldout_mlm(job_options, model_dir, name):
+def heldout_mlm(job_options, model_dir, name, preset):
     from bert_keras import main_job
     from bert_keras.pretraining import run as pretraining
 
     base = job_options.paths()
+    job_options = dataclasses.replace(job_options, preset=preset)
     results = pretraining.evaluate(main_job._pretraining_options(  # pylint: disable=protected-access
         job_options, base, mode="eval", output_dir=model_dir,
         input_files=os.path.join(base["heldout_data"], "*.tfrecord"), **OBJECTIVES[name]))
@@ -201,7 +200,7 @@ def main(argv=None):
         save_checkpoints_steps=max(args.steps, 1), dupe_factor=5)
     start = time.time()
     models = pretrain_variants(args, job_options)
-    pretraining = {f"{name} / {preset}": heldout_mlm(job_options, path, name)
+    pretraining = {f"{name} / {preset}": heldout_mlm(job_options, path, name, preset)
                    for (name, preset), path in models.items()}
     tasks = args.tasks.split(",")
     table5, table6, features = {}, {}, None
