@@ -27,6 +27,8 @@ setup(
         "google-crc32c>=1.5",
         # TensorFlow 2.21 no longer installs it; the TensorBoard callbacks and summaries need it.
         "tensorboard",
+        # The main job's learning curve (learning_curve.png) and the ablation figure.
+        "matplotlib",
     ],
     extras_require={
         "test": ["pytest", "nbclient", "nbformat", "ipykernel"],
