@@ -1,5 +1,6 @@
 """Fine-tuning with `keras.Model.fit`: the task heads and models, the task families
-(`tasks/`: GLUE, SQuAD, SWAG, CoNLL-2003) and `run_finetuning`.
+(`tasks/`: GLUE, SQuAD, SWAG, CoNLL-2003), `run_finetuning`, and many runs in one process
+(`sweep`) for comparing initializations fairly (`transfer`).
 """
 
 from bert_keras import lazy_exports
@@ -12,4 +13,7 @@ __getattr__, __all__ = lazy_exports("bert_keras.finetuning", {
     "FinetuningOptions": "bert_keras.finetuning.task",
     "get_task": "bert_keras.finetuning.task",
     "TaskData": "bert_keras.finetuning.task",
+    "FinetuningSweep": "bert_keras.finetuning.sweep",
+    "TransferOptions": "bert_keras.finetuning.transfer",
+    "compare_initializations": "bert_keras.finetuning.transfer",
 })
