@@ -69,9 +69,10 @@ class TransferOptions:
     train_batch_size: int = 32
     eval_batch_size: int = 128
 
-    def check(self, num_rows, source):
+    def check(self, num_rows, source, labels=None):
         """Raises ValueError naming `source` (the training file) and the setting (with the main
-        job's flag) when the rows do not allow this comparison."""
+        job's flag) when the rows do not allow this comparison; with `labels` (the training
+        rows' class labels, in file order), also when the headline rows hold one class only."""
         n = self.num_train_examples
         if n is None or int(n) != n or n < 1:
             raise ValueError(f"num_train_examples (--finetune_train_examples) must be a whole "
@@ -97,6 +98,11 @@ class TransferOptions:
                              f"{self.epochs}")
         if not self.seeds:
             raise ValueError("at least one seed (--finetune_seeds) is needed")
+        if labels is not None:
+            classes = set(np.asarray(labels)[:n].tolist())
+            if len(classes) < 2:
+                raise ValueError(f"{source}: the first {n} training rows have one label only "
+                                 f"({classes.pop()}); a classifier cannot learn from them")
 
 
 def _run_key(side, num_examples, learning_rate, epochs, seed):
@@ -139,11 +145,8 @@ def compare_initializations(task, config, initial_weights, options=None, state_p
     metric = task.spec.paper_metric
     train_all = task.load("train", training=True)
     source = getattr(task, "data_dir", "the training file")
-    options.check(train_all.num_rows, f"{source}: train")
-    labels = np.asarray(train_all.labels)
-    if not task.spec.is_regression and len(set(labels[:options.num_train_examples].tolist())) < 2:
-        raise ValueError(f"{source}: the first {options.num_train_examples} training rows have "
-                         f"one label only ({labels[0]}); a classifier cannot learn from them")
+    options.check(train_all.num_rows, f"{source}: train",
+                  None if task.spec.is_regression else train_all.labels)
     dev = task.load("dev")
     held_out = subset(train_all, np.arange(train_all.num_rows - options.selection_examples,
                                            train_all.num_rows))
