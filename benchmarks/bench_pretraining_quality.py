@@ -21,7 +21,7 @@ Each budget is its own run (the schedule depends on the number of steps). Conten
 - `ours`: `run_pretraining` from its own initialization (the original's truncated normal);
 - `hf_pytorch`: `BertForPreTraining` from its own initialization (normal, std 0.02);
 - `ours_hf_init`: `run_pretraining` from the reference's very initial weights (saved by
-  `transformers`, converted with `bert_keras.model.convert`): the two training implementations
+  `transformers`, converted with `bert_keras.modeldir.convert`): the two training implementations
   compared with initialization taken out;
 - `ours_released_update`: `run_pretraining --noadam_bias_correction`, the original
   `AdamWeightDecayOptimizer`, whose moments are not bias-corrected.
@@ -184,7 +184,7 @@ def hf_initial_model_dir(preset, vocab, vocab_size, work):
     """The reference's initial weights (the same seed as `train_reference`) as a model directory."""
     import shutil
 
-    from bert_keras.model.convert import convert_hf_checkpoint
+    from bert_keras.modeldir.convert import convert_hf_checkpoint
 
     hf_dir = os.path.join(work, f"hf-init-{preset}")
     model_dir = os.path.join(work, f"hf-init-{preset}-model")

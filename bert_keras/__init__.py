@@ -1,14 +1,15 @@
 """bert_keras: BERT (Devlin et al., 2019) in Keras 3 on TensorFlow.
 
 The subpackages follow the data's path, and a model directory (config, vocabulary, weights) is
-the currency between them:
+the currency between them; `common/` (atomic file writes) is the ground floor under them all:
 
     text/         vocabulary, vocabulary builder, the in-graph WordPiece tokenizer, packing,
                   the preprocessor, sentence splitting
     data/         pre-training data: corpus reading, instance creation (masking, next sentence),
                   TFRecord encoding, the parallel writer, the record reader
-    model/        config, layers, encoder, pre-training heads and model, checkpoint names,
-                  the model directory, converters
+    model/        config, layers, encoder, pre-training heads and model, checkpoint names
+    modeldir/     the model directory (read once, one writer), the loaders built on it,
+                  converters of published weights
     pretraining/  input pipeline, dynamic masking, losses, the training step, the run
     finetuning/   task heads and models, the task families (`tasks/`), the run
     metrics/      the paper's metrics (GLUE, SQuAD, CoNLL)
@@ -33,10 +34,12 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "BertConfig": "bert_keras.model.config",
     "build_encoder": "bert_keras.model.encoder",
-    "load_encoder": "bert_keras.model.encoder",
+    "load_encoder": "bert_keras.modeldir.loading",
+    "ModelDir": "bert_keras.modeldir.model_dir",
+    "write_model_dir": "bert_keras.modeldir.model_dir",
     "build_pretraining_model": "bert_keras.model.pretraining_model",
-    "load_pretraining_model": "bert_keras.model.pretraining_model",
-    "load_preprocessor": "bert_keras.text.preprocessor",
+    "load_pretraining_model": "bert_keras.modeldir.loading",
+    "load_preprocessor": "bert_keras.modeldir.loading",
     "BertPreprocessor": "bert_keras.text.preprocessor",
     "BertTokenizer": "bert_keras.text.tokenizer",
     "bert_pack_inputs": "bert_keras.text.packing",

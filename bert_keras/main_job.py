@@ -42,7 +42,7 @@ import os
 import time
 
 from bert_keras import optimization
-from bert_keras.model.config import write_text_atomic
+from bert_keras.common.files import write_text_atomic
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 DEFAULT_TRAIN_FILE = os.path.join(DATA_DIR, "wikitext_train.txt")
@@ -303,7 +303,7 @@ def compare_finetuning(options, model_dir, initial_weights, state_path=None, log
     from bert_keras.finetuning.sweep import FinetuningSweep
     from bert_keras.finetuning.task import FinetuningOptions, get_task
     from bert_keras.finetuning.transfer import compare_initializations
-    from bert_keras.model import model_dir as model_dir_lib
+    from bert_keras.modeldir import model_dir as model_dir_lib
 
     task = get_task(options.finetune_task, options.finetune_data_dir, model_dir,
                     FinetuningOptions(max_seq_length=options.finetune_seq_length))
@@ -321,7 +321,7 @@ def finetune_stage(options, paths):
     from bert_keras.finetuning.sweep import random_encoder_weights, subset
     from bert_keras.finetuning.task_models import save_task_model_dir
     from bert_keras.finetuning.transfer import clearly_better, plot_learning_curve
-    from bert_keras.model import model_dir as model_dir_lib
+    from bert_keras.modeldir import model_dir as model_dir_lib
 
     config = model_dir_lib.read_config(paths["model"])
     pretrained = model_dir_lib.read_weights(paths["model"])
@@ -355,7 +355,7 @@ def write_random_init_model_dir(model_dir, output_dir, seed):
     """A model directory with `model_dir`'s config and vocabulary and freshly initialized weights
     (BERT's truncated normal, std `initializer_range`), to fine-tune without pre-training."""
     from bert_keras.finetuning.sweep import random_encoder_weights
-    from bert_keras.model import model_dir as model_dir_lib
+    from bert_keras.modeldir import model_dir as model_dir_lib
 
     config = model_dir_lib.read_config(model_dir)
     model_dir_lib.write_model_dir(

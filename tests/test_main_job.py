@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from bert_keras import main_job
-from bert_keras.model.pretraining_model import load_pretraining_model
+from bert_keras.modeldir.loading import load_pretraining_model
 
 
 # A small comparison: the fine-tuning stage's runs take seconds, not minutes.

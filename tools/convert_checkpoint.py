@@ -7,7 +7,7 @@
 
 from absl import app, flags
 
-from bert_keras.model import convert
+from bert_keras.modeldir import convert
 
 FLAGS = flags.DEFINE_enum("format", "hf", ["hf", "tf1"], "hf: a Hugging Face BERT directory with "
                           "model.safetensors; tf1: an original release checkpoint prefix.")

@@ -96,7 +96,7 @@ def main(argv):
 
     from bert_keras.model.config import ConfigError
     from bert_keras.optimization import mixed_precision_policy
-    from bert_keras.model.model_dir import ModelDirError
+    from bert_keras.modeldir.model_dir import ModelDirError
     from bert_keras.pretraining import PretrainingError, PretrainingOptions, run_pretraining
     from bert_keras.data.records import RecordsError
     from bert_keras.text.vocab import VocabularyError

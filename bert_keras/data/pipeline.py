@@ -41,10 +41,11 @@ import numpy as np
 
 from bert_keras.data import corpus as pretraining_corpus
 from bert_keras.data import instances as pretraining_data
+from bert_keras.common.files import write_atomic
 from bert_keras.data import token_store
 from bert_keras.data.workers import (BlockFile, block_path, init_worker, manifest_path,
                                      merge_shard, process_block, shard_path, stats_path,
-                                     task_prefix, tokenize_block, work_dir, write_atomic)
+                                     task_prefix, tokenize_block, work_dir)
 from bert_keras.text.vocab import Vocabulary
 
 DEFAULT_TOKENIZER = "bert_keras.data.pipeline:bert_tokenizer"

@@ -17,6 +17,7 @@ import struct
 
 import numpy as np
 
+from bert_keras.common.files import write_atomic
 from bert_keras.data import instances as pretraining_data
 from bert_keras.data import records as pretraining_records
 from bert_keras.data import token_store
@@ -59,16 +60,6 @@ def work_dir(config):
 
 def block_path(config, index):
     return os.path.join(work_dir(config), f"block-{index:07d}.bin")
-
-
-def write_atomic(path, data):
-    """Writes `data` (bytes, or a list of bytes written one after the other) to `path` via a
-    temporary file, so that `path` exists only complete."""
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "wb") as f:
-        for part in [data] if isinstance(data, bytes) else data:
-            f.write(part)
-    os.replace(temporary, path)
 
 
 # ---------------------------------------------------------------------------------------------

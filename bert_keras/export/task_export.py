@@ -78,7 +78,7 @@ from bert_keras.export.multiple_choice_serving import MultipleChoiceServing
 from bert_keras.export.ner_serving import NerServing
 from bert_keras.export.raw_text import NEG_INF, TaskExportError, cut_to_longest, pad_positions
 from bert_keras.export.squad_serving import SquadServing
-from bert_keras.model import model_dir as model_dir_lib
+from bert_keras.modeldir import model_dir as model_dir_lib
 
 logger = logging.getLogger("bert_keras.export")
 
@@ -188,7 +188,7 @@ def build_task_module(model_dir, seq_length=None, dtype="float32", max_windows=N
         from bert_keras.export.preprocessor_export import build_tokenizer
 
         tokenizer = build_tokenizer(model_dir)
-    from bert_keras.model import model_dir as lib
+    from bert_keras.modeldir import model_dir as lib
 
     special_ids = lib.read_vocab(model_dir, config).special_ids()
     return TaskModule(tokenizer, model, task_config, special_ids, seq_length, max_windows)

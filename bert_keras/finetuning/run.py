@@ -40,8 +40,8 @@ import numpy as np
 
 from bert_keras import distribution, optimization
 from bert_keras.model import checkpoint_names
-from bert_keras.model import model_dir as model_dir_lib
-from bert_keras.model.config import write_text_atomic
+from bert_keras.modeldir import model_dir as model_dir_lib
+from bert_keras.common.files import write_text_atomic
 from bert_keras.model.encoder import build_encoder
 from bert_keras.finetuning.task import FinetuningOptions, get_task
 from bert_keras.finetuning.tasks.common import DataFormatError

@@ -23,7 +23,7 @@ Example (a tiny random encoder, for the shapes; `python -m pytest --doctest-modu
 
 >>> import os, tempfile, numpy as np, bert_keras
 >>> from bert_keras.finetuning.task import get_task
->>> from bert_keras.model import model_dir
+>>> from bert_keras.modeldir import model_dir
 >>> root = tempfile.mkdtemp()
 >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film", "."]
 >>> _ = open(f"{root}/vocab.txt", "w").write("\\n".join(vocab) + "\\n")

@@ -33,9 +33,9 @@ import os
 import keras
 import numpy as np
 
-from bert_keras.model import model_dir as model_dir_lib
+from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.finetuning import task_models
-from bert_keras.model.config import write_text_atomic
+from bert_keras.common.files import write_text_atomic
 from bert_keras.model.encoder import INPUT_NAMES
 from bert_keras.metrics import conll_eval, squad_eval
 from bert_keras.metrics.classification import accuracy
@@ -123,11 +123,6 @@ class TaskData:
 
 def _limit(items, limit):
     return items if limit is None else items[:limit]
-
-
-def _write_text(path, text):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_text_atomic(path, text)
 
 
 class FinetuningTask:
@@ -268,7 +263,7 @@ class GlueFinetuning(FinetuningTask):
                 lines.append(f"{index}\t{self.spec.label_list[int(value)]}")
         name = self.spec.directory + _GLUE_SUBMISSION_SUFFIX.get(split, "") + ".tsv"
         path = os.path.join(output_dir, "predictions", split, name)
-        _write_text(path, "\n".join(lines) + "\n")
+        write_text_atomic(path, "\n".join(lines) + "\n")
         return path
 
 
@@ -417,7 +412,7 @@ class SwagFinetuning(FinetuningTask):
     def evaluate(self, data, outputs, split, output_dir):
         predicted = np.asarray(outputs).argmax(-1)
         lines = [",pred"] + [f"{index},{int(choice)}" for index, choice in enumerate(predicted)]
-        _write_text(os.path.join(output_dir, "predictions", split, "predictions.csv"),
+        write_text_atomic(os.path.join(output_dir, "predictions", split, "predictions.csv"),
                     "\n".join(lines) + "\n")
         if data.labels is None:
             return None
@@ -487,7 +482,7 @@ class ConllFinetuning(FinetuningTask):
             for word, gold, tag in zip(sentence.words, sentence.tags, tags):
                 buffer.write(f"{word} {gold} {tag}\n")
             buffer.write("\n")
-        _write_text(os.path.join(output_dir, "predictions", split, "predictions.txt"),
+        write_text_atomic(os.path.join(output_dir, "predictions", split, "predictions.txt"),
                     buffer.getvalue())
         return conll_eval.evaluate([s.tags for s in sentences], predicted)
 

@@ -6,7 +6,7 @@ encoder's (`input_word_ids`, `input_mask`, `input_type_ids`, int32) and whose ou
 float32 logits. The model carries `model.encoder`, `model.head` and `model.head_spec` (what
 `task_config.json` records to rebuild it).
 
-A fine-tuned model directory is an ordinary model directory (see `bert_keras.model.model_dir`) whose
+A fine-tuned model directory is an ordinary model directory (see `bert_keras.modeldir.model_dir`) whose
 `model.safetensors` also holds the head's weights under "task/<head name>/<var>" and whose
 `task_config.json` says how to rebuild the head:
 
@@ -31,9 +31,10 @@ import keras
 from keras import ops
 
 from bert_keras.model import checkpoint_names
-from bert_keras.model import model_dir as model_dir_lib
 from bert_keras.model.config import BertConfig
-from bert_keras.model.encoder import build_encoder, encoder_inputs, load_encoder, INPUT_NAMES
+from bert_keras.model.encoder import build_encoder, encoder_inputs, INPUT_NAMES
+from bert_keras.modeldir import model_dir as model_dir_lib
+from bert_keras.modeldir.loading import load_encoder
 from bert_keras.finetuning.task_heads import (ClassificationHead, FeatureBasedBiLSTMHead, MultipleChoiceHead,
                                               SpanHead, TokenTaggingHead)
 

@@ -23,7 +23,7 @@ Example (tiny and random on both sides, for the layout of the result; the suite 
 >>> import tempfile, numpy as np, bert_keras
 >>> from bert_keras.finetuning.sweep import random_encoder_weights
 >>> from bert_keras.finetuning.task import get_task
->>> from bert_keras.model import model_dir
+>>> from bert_keras.modeldir import model_dir
 >>> root = tempfile.mkdtemp()
 >>> vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good", "bad", "film", "."]
 >>> _ = open(f"{root}/vocab.txt", "w").write("\\n".join(vocab) + "\\n")
@@ -53,7 +53,7 @@ import os
 import numpy as np
 
 from bert_keras.finetuning.sweep import FinetuningSweep, subset
-from bert_keras.model.config import write_text_atomic
+from bert_keras.common.files import atomic_path, write_text_atomic
 
 
 @dataclasses.dataclass
@@ -252,10 +252,9 @@ def plot_learning_curve(result, path, title=None):
     axes.legend()
     axes.grid(alpha=0.3)
     figure.tight_layout()
-    tmp = f"{path}.tmp-{os.getpid()}.png"
-    figure.savefig(tmp)
+    with atomic_path(path, ".png") as temporary:
+        figure.savefig(temporary)
     plt.close(figure)
-    os.replace(tmp, path)
 
 
 __all__ = ["TransferOptions", "compare_initializations", "clearly_better", "plot_learning_curve"]

@@ -15,6 +15,8 @@ import json
 import os
 import re
 
+from bert_keras.common.files import write_text_atomic
+
 # The published sizes of the original release (L = layers, H = hidden size).
 _NAMED_PRESETS = {
     "tiny": (2, 128),
@@ -174,12 +176,3 @@ def _read_json(path):
             return json.load(f)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path}: malformed JSON ({error})") from error
-
-
-def write_text_atomic(path, text):
-    """Writes `text` to `path` through a temporary file and a rename."""
-    path = os.fspath(path)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)

@@ -87,29 +87,3 @@ def build_encoder(config, causal=None, dtype=None, name="bert_encoder"):
     outputs = {"sequence_output": hidden_states, "pooled_output": pooled_output,
                "encoder_outputs": encoder_outputs}
     return keras.Model(inputs, outputs, name=name)
-
-
-def load_encoder(model_dir, causal=None, dtype=None):
-    """Builds the encoder of a model directory and loads its weights.
-
-    The attention is causal when the directory's `bert_config.json` says `causal_attention`
-    (a model pre-trained left to right, and what is fine-tuned from it); `causal` overrides it.
-
-    Raises `WeightsError` naming the file and variable when a weight is missing or has the
-    wrong shape, and `VocabularyError` when `vocab.txt` does not match `vocab_size`.
-
-    Example:
-
-    >>> encoder = bert_keras.load_encoder("models/minilm")  # doctest: +SKIP
-    """
-    from bert_keras.model import checkpoint_names
-    from bert_keras.model import model_dir as model_dir_lib
-
-    config = model_dir_lib.read_config(model_dir)
-    model_dir_lib.read_vocab(model_dir, config)
-    encoder = build_encoder(config, causal=causal, dtype=dtype)
-    weights = model_dir_lib.read_weights(model_dir)
-    checkpoint_names.assign_weights(
-        checkpoint_names.encoder_weight_map(encoder), weights,
-        source=f"{model_dir}/{model_dir_lib.WEIGHTS_NAME}")
-    return encoder

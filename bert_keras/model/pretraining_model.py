@@ -50,27 +50,3 @@ def pretraining_weight_map(model):
     except ValueError:
         pass
     return names
-
-
-def load_pretraining_model(model_dir, causal=None, next_sentence=True, dtype=None,
-                           require_heads=False):
-    """Builds the pre-training model of a model directory and loads every weight it holds.
-
-    The heads are taken from the directory when present; with `require_heads=False` a directory
-    holding only encoder weights (e.g. converted from a checkpoint without heads) leaves the
-    heads freshly initialized.
-    """
-    from bert_keras.model import model_dir as model_dir_lib
-
-    config = model_dir_lib.read_config(model_dir)
-    model_dir_lib.read_vocab(model_dir, config)
-    model = build_pretraining_model(config, causal=causal, next_sentence=next_sentence, dtype=dtype)
-    arrays = model_dir_lib.read_weights(model_dir)
-    variable_map = pretraining_weight_map(model)
-    head_names = [name for name in variable_map if name.startswith("cls/")]
-    has_heads = any(name in arrays for name in head_names)
-    allow_missing = () if (require_heads or has_heads) else head_names
-    checkpoint_names.assign_weights(variable_map, arrays,
-                                    source=f"{model_dir}/{model_dir_lib.WEIGHTS_NAME}",
-                                    allow_missing=allow_missing)
-    return model

@@ -46,8 +46,9 @@ from absl import logging
 from bert_keras import distribution, optimization
 from bert_keras.model import checkpoint_names
 from bert_keras.pretraining import inputs as pretraining_input
-from bert_keras.model import model_dir as model_dir_lib
-from bert_keras.model.config import BertConfig, ConfigError, write_text_atomic
+from bert_keras.modeldir import model_dir as model_dir_lib
+from bert_keras.common.files import write_json_atomic, write_text_atomic
+from bert_keras.model.config import BertConfig, ConfigError
 from bert_keras.pretraining.losses import SUM_NAMES, metrics_from_sums
 from bert_keras.data.records import RecordsError
 from bert_keras.pretraining.step import (TrainingState, assign_initial_weights, build_training_state,
@@ -335,21 +336,14 @@ def _check_batch(options, strategy):
 
 # -------------------------------------------------------------------------------------- train
 def _write_json(path, values):
-    write_text_atomic(path, json.dumps(values, indent=2, sort_keys=True, default=str) + "\n")
+    write_json_atomic(path, values, sort_keys=True, default=str)
 
 
 def _write_model_files(options, setup, state=None):
     """The model directory files: config and vocab, plus the weights when `state` is given."""
-    out = options.output_dir
-    if state is None:
-        os.makedirs(out, exist_ok=True)
-        setup.config.to_json_file(os.path.join(out, model_dir_lib.CONFIG_NAME))
-        setup.vocab.write(os.path.join(out, model_dir_lib.VOCAB_NAME))
-        write_text_atomic(os.path.join(out, model_dir_lib.TOKENIZER_CONFIG_NAME),
-                          json.dumps({"do_lower_case": bool(setup.do_lower_case)}, indent=2) + "\n")
-        return
-    model_dir_lib.write_model_dir(out, setup.config, setup.vocab, setup.do_lower_case,
-                                  checkpoint_names.collect_weights(state.variable_map))
+    weights = None if state is None else checkpoint_names.collect_weights(state.variable_map)
+    model_dir_lib.write_model_dir(options.output_dir, setup.config, setup.vocab,
+                                  setup.do_lower_case, weights)
 
 
 def _summary_writer(options, strategy, name):

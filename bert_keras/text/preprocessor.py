@@ -10,7 +10,6 @@ Example:
 
 import tensorflow as tf
 
-from bert_keras.model import model_dir as model_dir_lib
 from bert_keras.text.packing import bert_pack_inputs
 from bert_keras.text.tokenizer import BertTokenizer
 
@@ -51,11 +50,3 @@ class BertPreprocessor(tf.Module):
         if len(segments) > 2:
             raise ValueError(f"the preprocessor takes one or two segments, got {len(segments)}")
         return self.bert_pack_inputs(segments, seq_length)
-
-
-def load_preprocessor(model_dir, seq_length=128):
-    """The `BertPreprocessor` of a model directory (its vocab.txt and casing)."""
-    config = model_dir_lib.read_config(model_dir)
-    model_dir_lib.read_vocab(model_dir, config)
-    return BertPreprocessor(model_dir_lib.vocab_path(model_dir),
-                            model_dir_lib.read_do_lower_case(model_dir), seq_length=seq_length)

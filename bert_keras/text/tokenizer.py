@@ -36,6 +36,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from bert_keras.common.files import write_atomic
 from bert_keras.text import unicode_tables as ut
 from bert_keras.text.vocab import Vocabulary
 
@@ -91,7 +92,7 @@ def fast_path_pattern(lower_case):
     lower_case = bool(lower_case)
 
     def save(pattern, path):
-        ut.write_file_atomic(path, lambda f: f.write(pattern.encode("utf-8")))
+        write_atomic(path, pattern.encode("utf-8"))
 
     def load(path):
         with open(path, encoding="utf-8") as f:

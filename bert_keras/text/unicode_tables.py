@@ -32,10 +32,11 @@ Example:
 import dataclasses
 import functools
 import os
-import tempfile
 import unicodedata
 
 import numpy as np
+
+from bert_keras.common.files import atomic_output
 
 MAX_CODEPOINT = 0x10FFFF
 BLOCK_BITS = 8
@@ -279,26 +280,12 @@ def _cache_dir():
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "bert_keras")
 
 
-def write_file_atomic(path, write):
-    """Calls `write(binary file)` on a temporary file that then replaces `path`."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as f:
-            write(f)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-
-
 def save_tables(tables, path):
     """Writes `tables` to an .npz file atomically."""
     arrays = {field.name: np.asarray(getattr(tables, field.name))
               for field in dataclasses.fields(tables)}
-    write_file_atomic(path, lambda f: np.savez_compressed(f, **arrays))
+    with atomic_output(path) as f:
+        np.savez_compressed(f, **arrays)
 
 
 def load_tables(path):

@@ -97,5 +97,5 @@ class Vocabulary:
                                   f"but {flag} is off: pass --do_lower_case")
 
     def write(self, path):
-        from bert_keras.model.config import write_text_atomic
+        from bert_keras.common.files import write_text_atomic
         write_text_atomic(path, "".join(token + "\n" for token in self.tokens))

@@ -110,9 +110,10 @@ import urllib.request
 import zipfile
 
 from bert_keras import BertConfig
-from bert_keras.model import checkpoint_names, model_dir
+from bert_keras.model import checkpoint_names
+from bert_keras.modeldir import model_dir
 from bert_keras.text import vocab_builder
-from bert_keras.model.convert import convert_tf1_checkpoint
+from bert_keras.modeldir.convert import convert_tf1_checkpoint
 from bert_keras.main_job import DEFAULT_HELDOUT_FILE, DEFAULT_TRAIN_FILE
 from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
 

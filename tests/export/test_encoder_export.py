@@ -30,7 +30,8 @@ def exports(tmp_path_factory):
     """A tiny model directory and its float32 export, and a mixed-bf16 model's two exports."""
     import keras
 
-    from bert_keras.model import checkpoint_names, model_dir
+    from bert_keras.model import checkpoint_names
+    from bert_keras.modeldir import model_dir
     from bert_keras.export import encoder_export
     from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
 
@@ -265,7 +266,7 @@ def _bidirectional_copy(source, destination):
     import dataclasses
     import shutil
 
-    from bert_keras.model import model_dir
+    from bert_keras.modeldir import model_dir
 
     shutil.copytree(source, destination)
     config = dataclasses.replace(model_dir.read_config(source), causal_attention=False)
@@ -279,7 +280,8 @@ def causal_exports(tmp_path_factory):
     and those of bidirectional twins (the same weights without `causal_attention`)."""
     from bert_keras.export import encoder_export, task_export
     from bert_keras.finetuning.run import run_finetuning
-    from bert_keras.model import checkpoint_names, model_dir
+    from bert_keras.model import checkpoint_names
+    from bert_keras.modeldir import model_dir
     from bert_keras.text.vocab import Vocabulary
     from finetuning_fixtures import data_dir, fixture, read_lines, vocab_tokens
     from model_fixtures import random_weights

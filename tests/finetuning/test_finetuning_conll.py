@@ -7,7 +7,8 @@ import os
 import numpy as np
 import pytest
 
-from bert_keras.model import checkpoint_names, model_dir
+from bert_keras.model import checkpoint_names
+from bert_keras.modeldir import model_dir
 from bert_keras.finetuning.run import run_finetuning
 from bert_keras.finetuning.task import FinetuningOptions, get_task
 from bert_keras.metrics import conll_eval

@@ -132,7 +132,7 @@ def _earlier_positions_change(encoder, vocab_size):
 def test_a_causal_model_is_fine_tuned_and_saved_causal(tmp_path):
     """A left-to-right model keeps its mask through fine-tuning and in the directory it writes."""
     from bert_keras import load_encoder
-    from bert_keras.model import model_dir
+    from bert_keras.modeldir import model_dir
 
     dev = fixture("glue", "MRPC", "dev.tsv")
     init = tiny_model_dir(tmp_path, [dev], causal_attention=True)

@@ -6,9 +6,10 @@ import os
 import numpy as np
 import pytest
 
-from bert_keras.model import checkpoint_names, model_dir
+from bert_keras.model import checkpoint_names
+from bert_keras.modeldir import model_dir
 from bert_keras.model.config import BertConfig
-from bert_keras.model.encoder import load_encoder
+from bert_keras.modeldir.loading import load_encoder
 from bert_keras.finetuning.task_models import (TaskModelError, build_classifier, build_multiple_choice_model,
                                                build_span_model, build_token_tagger, load_task_model,
                                                save_task_model_dir, task_weight_map)

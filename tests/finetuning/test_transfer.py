@@ -33,7 +33,7 @@ def sst2(tmp_path_factory):
     model = tiny_model_dir(root, [TRAIN, DEV])
     task = get_task("glue/sst2", DEFAULT_FINETUNE_DATA_DIR, model,
                     FinetuningOptions(max_seq_length=48))
-    from bert_keras.model import model_dir
+    from bert_keras.modeldir import model_dir
 
     config = model_dir.read_config(model)
     sweep = sweep_lib.FinetuningSweep(task, config)

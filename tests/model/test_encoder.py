@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import bert_keras
-from bert_keras.model import checkpoint_names, convert
-from bert_keras.model import model_dir as model_dir_lib
+from bert_keras.model import checkpoint_names
+from bert_keras.modeldir import convert
+from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.model.config import BertConfig
 from bert_keras.model.layers import BertEmbeddings, Pooler, SelfAttention, TransformerBlock
 from bert_keras.text.vocab import Vocabulary
@@ -57,7 +58,7 @@ def test_minilm_checkpoint_matches_numpy_reference(tmp_path):
     ids, mask, types = _batch_with_padding(config.vocab_size, [16, 7, 11, 3], seq_length=16, seed=3)
 
     outputs = _run(encoder, ids, mask, types)
-    weights = bert_keras.model.model_dir.read_weights(model_dir)
+    weights = bert_keras.modeldir.model_dir.read_weights(model_dir)
     sequence, pooled, _ = numpy_bert(weights, config, ids, mask, types)
 
     difference = np.abs(outputs["sequence_output"].numpy() - sequence).max()

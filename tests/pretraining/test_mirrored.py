@@ -18,7 +18,8 @@ SCRIPT = textwrap.dedent("""
     distribution.split_cpu(2)
     import numpy as np
     import tensorflow as tf
-    from bert_keras.model import checkpoint_names, model_dir
+    from bert_keras.model import checkpoint_names
+    from bert_keras.modeldir import model_dir
     from bert_keras.model.config import BertConfig
     from bert_keras.pretraining.run import PretrainingOptions, train
     from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map

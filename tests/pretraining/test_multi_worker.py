@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pytest
 
-from bert_keras.model import model_dir
+from bert_keras.modeldir import model_dir
 
 import pretraining_run_fixtures as fx
 from support import REPO_ROOT

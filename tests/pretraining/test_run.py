@@ -17,7 +17,7 @@ import tensorflow as tf
 
 import bert_keras
 from bert_keras.pretraining import dynamic_masking
-from bert_keras.model import model_dir
+from bert_keras.modeldir import model_dir
 from bert_keras.pretraining import inputs as pretraining_input
 from bert_keras.model.config import BertConfig
 from bert_keras.pretraining.run import (NonFiniteLossError, PretrainingError, PretrainingOptions,
@@ -311,7 +311,7 @@ def test_output_dir_of_another_config_is_not_overwritten(corpus, trained, tmp_pa
 
 def test_continues_from_converted_published_weights(tmp_path):
     from model_fixtures import minilm_hf_dir
-    from bert_keras.model import convert
+    from bert_keras.modeldir import convert
     converted = str(tmp_path / "minilm")
     convert.convert_hf_checkpoint(minilm_hf_dir(), converted)
     config = model_dir.read_config(converted)

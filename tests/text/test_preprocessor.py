@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 import bert_keras
-from bert_keras.model import convert
+from bert_keras.modeldir import convert
 from model_fixtures import minilm_hf_dir
 from reference_tokenization import ReferenceTokenizer
 from support import TESTS_DIR

@@ -26,13 +26,16 @@ Example (`features` from `bert_keras.finetuning.tasks.squad.create_squad_feature
 
 import collections
 import dataclasses
-import json
 import math
 import os
 
 import numpy as np
 
+from bert_keras.common.files import write_json_atomic
 from bert_keras.finetuning.tasks.words import basic_tokenize
+
+# The original's layout of the prediction files.
+_JSON = {"indent": 4, "ensure_ascii": False}
 
 # No candidate at all (v2.0): the null odds recorded for the question.
 NO_CANDIDATE_NULL_ODDS = 1e6
@@ -213,16 +216,6 @@ def postprocess_predictions(examples, features, start_logits, end_logits, n_best
     return SquadPredictions(predictions, all_nbest, null_odds, best_non_null)
 
 
-def _write_json(path, obj):
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    temporary = path + ".tmp"
-    with open(temporary, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=4, ensure_ascii=False)
-        f.write("\n")
-    os.replace(temporary, path)
-
-
 def write_predictions(result, output_dir):
     """Writes predictions.json, nbest_predictions.json and (v2.0) null_odds.json.
 
@@ -230,9 +223,9 @@ def write_predictions(result, output_dir):
     """
     paths = {"predictions": os.path.join(output_dir, "predictions.json"),
              "nbest": os.path.join(output_dir, "nbest_predictions.json")}
-    _write_json(paths["predictions"], result.predictions)
-    _write_json(paths["nbest"], result.nbest)
+    write_json_atomic(paths["predictions"], result.predictions, **_JSON)
+    write_json_atomic(paths["nbest"], result.nbest, **_JSON)
     if result.null_odds:
         paths["null_odds"] = os.path.join(output_dir, "null_odds.json")
-        _write_json(paths["null_odds"], result.null_odds)
+        write_json_atomic(paths["null_odds"], result.null_odds, **_JSON)
     return paths

@@ -14,17 +14,28 @@ A model directory holds
 
 Example:
 
->>> import bert_keras, tempfile
->>> from bert_keras.model import model_dir
->>> config = bert_keras.BertConfig.from_preset("tiny", vocab_size=8)  # doctest: +SKIP
+>>> import os, tempfile, numpy as np
+>>> from bert_keras.model.config import BertConfig
+>>> from bert_keras.text.vocab import Vocabulary
+>>> config = BertConfig.from_preset("tiny", vocab_size=6)
+>>> vocab = Vocabulary(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello"])
+>>> path = os.path.join(tempfile.mkdtemp(), "model")
+>>> write_model_dir(path, config, vocab, True, {"bert/pooler/dense/bias": np.zeros(128, "float32")})
+>>> model = ModelDir(path)
+>>> model.config.num_hidden_layers, len(model.vocab), model.do_lower_case, model.task_config
+(2, 6, True, None)
+>>> sorted(model.weights)
+['bert/pooler/dense/bias']
 """
 
+import functools
 import json
 import os
 
 import numpy as np
 
-from bert_keras.model.config import BertConfig, ConfigError, _read_json, write_text_atomic
+from bert_keras.common.files import atomic_path, write_json_atomic
+from bert_keras.model.config import BertConfig, ConfigError, _read_json
 from bert_keras.text.vocab import Vocabulary
 
 CONFIG_NAME = "bert_config.json"
@@ -119,15 +130,48 @@ def read_weights(model_dir):
         raise ModelDirError(f"{path}: cannot read safetensors weights ({error})") from error
 
 
-def write_model_dir(output_dir, config, vocab, do_lower_case, weights, task_config=None):
-    """Writes a complete model directory; each file is written atomically.
+class ModelDir:
+    """A model directory read once: `config` (`BertConfig`), `vocab` (`Vocabulary`, checked
+    against the config's vocab_size), `do_lower_case`, `task_config` (dict or None) and, read on
+    first use, `weights` ({original name: np.ndarray}).
+
+    Raises `ModelDirError` (or `ConfigError` / `VocabularyError`) naming the file at fault.
+    """
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self.config = read_config(self.path)
+        self.vocab = read_vocab(self.path, self.config)
+        self.do_lower_case = read_do_lower_case(self.path)
+        self.task_config = read_task_config(self.path)
+
+    @property
+    def vocab_file(self):
+        return os.path.join(self.path, VOCAB_NAME)
+
+    @property
+    def weights_file(self):
+        """The weights' path, as errors name it."""
+        return os.path.join(self.path, WEIGHTS_NAME)
+
+    @functools.cached_property
+    def weights(self):
+        return read_weights(self.path)
+
+    def __repr__(self):
+        return f"ModelDir({self.path!r})"
+
+
+def write_model_dir(output_dir, config, vocab, do_lower_case, weights=None, task_config=None):
+    """Writes a model directory, the only writer of one; each file is written atomically.
 
     Args:
       output_dir: directory to create or update.
       config: a `BertConfig`.
       vocab: a `Vocabulary` or a path to a vocab file; its size must equal `config.vocab_size`.
       do_lower_case: the casing the vocabulary expects.
-      weights: {original checkpoint name: array}.
+      weights: {original checkpoint name: array}; None writes the description only (config,
+        vocabulary, casing), as pre-training does before its first weights.
       task_config: optional JSON-serializable dict written to `task_config.json`.
     """
     from safetensors.numpy import save_file
@@ -138,22 +182,21 @@ def write_model_dir(output_dir, config, vocab, do_lower_case, weights, task_conf
     os.makedirs(output_dir, exist_ok=True)
     config.to_json_file(os.path.join(output_dir, CONFIG_NAME))
     vocab.write(os.path.join(output_dir, VOCAB_NAME))
-    write_text_atomic(os.path.join(output_dir, TOKENIZER_CONFIG_NAME),
-                      json.dumps({"do_lower_case": bool(do_lower_case)}, indent=2) + "\n")
+    write_json_atomic(os.path.join(output_dir, TOKENIZER_CONFIG_NAME),
+                      {"do_lower_case": bool(do_lower_case)})
     if task_config is not None:
-        write_text_atomic(os.path.join(output_dir, TASK_CONFIG_NAME),
-                          json.dumps(task_config, indent=2, sort_keys=True) + "\n")
+        write_json_atomic(os.path.join(output_dir, TASK_CONFIG_NAME), task_config, sort_keys=True)
+    if weights is None:
+        return
     arrays = {name: np.ascontiguousarray(np.asarray(value)) for name, value in weights.items()}
-    path = os.path.join(output_dir, WEIGHTS_NAME)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    save_file(arrays, tmp, metadata={"format": "bert_keras", "names": "original_bert"})
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    with atomic_path(os.path.join(output_dir, WEIGHTS_NAME)) as temporary:
+        save_file(arrays, temporary, metadata={"format": "bert_keras", "names": "original_bert"})
+        os.chmod(temporary, 0o644)
 
 
 __all__ = [
     "CONFIG_NAME", "VOCAB_NAME", "TOKENIZER_CONFIG_NAME", "WEIGHTS_NAME", "TASK_CONFIG_NAME",
     "PRETRAINING_OPTIONS_NAME",
-    "ModelDirError", "ConfigError", "read_config", "read_do_lower_case", "read_vocab", "vocab_path",
+    "ModelDir", "ModelDirError", "ConfigError", "read_config", "read_do_lower_case", "read_vocab", "vocab_path",
     "read_task_config", "read_weights", "write_model_dir",
 ]

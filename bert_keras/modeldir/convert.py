@@ -8,7 +8,7 @@ Two sources:
 
 Example:
 
->>> from bert_keras.model.convert import convert_hf_checkpoint
+>>> from bert_keras.modeldir.convert import convert_hf_checkpoint
 >>> convert_hf_checkpoint("all-MiniLM-L6-v2/", "models/minilm")  # doctest: +SKIP
 """
 
@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from bert_keras.model import model_dir as model_dir_lib
+from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.model.checkpoint_names import (WeightsError, check_shapes, encoder_weight_shapes,
                                                pretraining_head_shapes)
 from bert_keras.model.config import BertConfig

@@ -1,0 +1,75 @@
+"""Writing files atomically: a reader (or a rerun after a kill) sees the old file or the whole
+new one, never half of it.
+
+Every writer of the package goes through here: the data written to a temporary file beside the
+target, then renamed over it (`os.replace`, atomic on one file system). A failed write leaves
+no temporary behind and the old file untouched.
+
+Example:
+
+>>> import os, tempfile
+>>> path = os.path.join(tempfile.mkdtemp(), "out", "results.json")
+>>> write_json_atomic(path, {"accuracy": 0.5})
+>>> open(path).read()
+'{\\n  "accuracy": 0.5\\n}\\n'
+>>> with atomic_output(path, "w") as f:
+...     _ = f.write("half")
+...     raise ValueError("interrupted")
+Traceback (most recent call last):
+ValueError: interrupted
+>>> open(path).read()[:14], sorted(os.listdir(os.path.dirname(path)))
+('{\\n  "accuracy"', ['results.json'])
+"""
+
+import contextlib
+import json
+import os
+
+
+@contextlib.contextmanager
+def atomic_path(path, suffix=""):
+    """Yields a temporary path beside `path` (ending in `suffix`, for writers that go by the
+    extension); when the block ends without an exception, the temporary replaces `path`.
+    Creates the parent directory."""
+    path = os.fspath(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    temporary = f"{path}.tmp-{os.getpid()}{suffix}"
+    try:
+        yield temporary
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
+@contextlib.contextmanager
+def atomic_output(path, mode="wb"):
+    """Yields a file open for writing (`mode` "wb" or "w", UTF-8) that replaces `path` when the
+    block ends without an exception."""
+    if mode not in ("wb", "w"):
+        raise ValueError(f"mode must be 'wb' or 'w', got {mode!r}")
+    with atomic_path(path) as temporary:
+        with open(temporary, mode, **({} if mode == "wb" else {"encoding": "utf-8"})) as f:
+            yield f
+
+
+def write_atomic(path, data):
+    """Writes `data` (bytes, or an iterable of bytes written one after the other) to `path`."""
+    with atomic_output(path) as f:
+        for part in [data] if isinstance(data, bytes) else data:
+            f.write(part)
+
+
+def write_text_atomic(path, text):
+    """Writes `text` (UTF-8) to `path`."""
+    with atomic_output(path, "w") as f:
+        f.write(text)
+
+
+def write_json_atomic(path, value, indent=2, **dump_options):
+    """Writes `value` as JSON (and a final newline) to `path`; `dump_options` go to `json.dumps`
+    (`sort_keys`, `default`, `ensure_ascii`)."""
+    write_text_atomic(path, json.dumps(value, indent=indent, **dump_options) + "\n")
+
+
+__all__ = ["atomic_path", "atomic_output", "write_atomic", "write_text_atomic", "write_json_atomic"]

@@ -1,0 +1,78 @@
+import doctest
+import json
+import os
+
+import numpy as np
+import pytest
+
+import bert_keras
+from bert_keras.modeldir import loading, model_dir as model_dir_lib
+from bert_keras.modeldir.model_dir import ModelDir, ModelDirError, write_model_dir
+
+TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world"]
+
+
+def test_docstring_examples():
+    assert doctest.testmod(model_dir_lib).failed == 0
+    assert doctest.testmod(loading).failed == 0
+
+
+def _write(path, weights=None, task_config=None):
+    config = bert_keras.BertConfig.from_preset("tiny", vocab_size=len(TOKENS))
+    write_model_dir(path, config, bert_keras.Vocabulary(TOKENS), False, weights, task_config)
+    return config
+
+
+def test_model_dir_reads_everything_once_and_weights_on_first_use(tmp_path, monkeypatch):
+    path = tmp_path / "model"
+    _write(path, {"bert/pooler/dense/bias": np.arange(128, dtype="float32")},
+           {"task": "glue/sst2"})
+    model = ModelDir(path)
+    assert (model.config.hidden_size, list(model.vocab.tokens), model.do_lower_case,
+            model.task_config) == (128, TOKENS, False, {"task": "glue/sst2"})
+    reads = []
+    real = model_dir_lib.read_weights
+    monkeypatch.setattr(model_dir_lib, "read_weights", lambda p: reads.append(p) or real(p))
+    np.testing.assert_array_equal(model.weights["bert/pooler/dense/bias"], np.arange(128))
+    assert model.weights is model.weights and len(reads) == 1
+    assert model.weights_file == os.path.join(str(path), "model.safetensors")
+
+
+def test_description_only_then_weights(tmp_path):
+    """Pre-training writes config, vocabulary and casing first, the weights later."""
+    path = tmp_path / "model"
+    _write(path)
+    assert sorted(os.listdir(path)) == ["bert_config.json", "tokenizer_config.json", "vocab.txt"]
+    with pytest.raises(ModelDirError, match="missing model.safetensors"):
+        ModelDir(path).weights
+    _write(path, {"bert/pooler/dense/bias": np.zeros(128, "float32")})
+    assert list(ModelDir(path).weights) == ["bert/pooler/dense/bias"]
+    assert not [name for name in os.listdir(path) if ".tmp" in name]
+
+
+def test_errors_name_the_file(tmp_path):
+    path = tmp_path / "model"
+    _write(path)
+    with open(path / "tokenizer_config.json", "w") as f:
+        json.dump({"do_lower_case": "yes"}, f)
+    with pytest.raises(ModelDirError, match="tokenizer_config.json: do_lower_case must be"):
+        ModelDir(path)
+    os.remove(path / "vocab.txt")
+    with pytest.raises(ModelDirError, match="missing vocab.txt"):
+        ModelDir(path)
+
+
+def test_loaders_accept_a_model_dir_value(tmp_path):
+    path = tmp_path / "model"
+    config = bert_keras.BertConfig.from_preset("tiny", vocab_size=len(TOKENS))
+    encoder = bert_keras.build_encoder(config)
+    from bert_keras.model import checkpoint_names
+    weights = checkpoint_names.collect_weights(checkpoint_names.encoder_weight_map(encoder))
+    _write(path, weights)
+    model = ModelDir(path)
+    loaded = loading.load_encoder(model)
+    pre = loading.load_preprocessor(model, seq_length=5)(["Hello world"])
+    # The directory says cased: "Hello" is not in the vocabulary, "world" is.
+    assert pre["input_word_ids"].numpy().tolist() == [[2, 1, 6, 3, 0]]
+    np.testing.assert_allclose(loaded(pre)["pooled_output"], encoder(pre)["pooled_output"],
+                               atol=1e-6)
