@@ -46,9 +46,9 @@ def make_inputs(config, batch, seq, seed=0):
 
 def ours_contenders(config, precision, wanted, export_root):
     import tensorflow as tf
+    from bert_keras.export import export_encoder
     from bert_keras.model import checkpoint_names
     from bert_keras.model.encoder import build_encoder
-    from bert_keras.export import export_encoder
     policy = "mixed_bfloat16" if precision == "bfloat16" else "float32"
     encoder = build_encoder(config, dtype=policy)
     makers = {}

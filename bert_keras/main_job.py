@@ -198,7 +198,9 @@ def check_finetune_inputs(options):
     labels among the headline rows (ValueError naming the file or the setting)."""
     from bert_keras.finetuning.tasks import glue
 
-    name = options.finetune_task.split("/", 1)[1]
+    from bert_keras.finetuning.catalog import parse_task_name
+
+    name = parse_task_name(options.finetune_task).glue_task
     examples = glue.read_glue_examples(name, options.finetune_data_dir, "train")
     source = glue.split_path(name, options.finetune_data_dir, "train")
     transfer_options(options).check(len(examples), source,

@@ -141,8 +141,8 @@ def write_pretrained_dir(path, vocab_tokens, do_lower_case=True, seed=0, dtype=N
     import keras
 
     from bert_keras.model import checkpoint_names
-    from bert_keras.modeldir import model_dir
     from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
+    from bert_keras.modeldir import model_dir
     from bert_keras.text.vocab import Vocabulary
 
     keras.utils.set_random_seed(seed)

@@ -6,11 +6,11 @@ import shutil
 
 import keras
 
+from bert_keras.finetuning.tasks.words import basic_tokenize
 from bert_keras.model import checkpoint_names
-from bert_keras.modeldir import model_dir
 from bert_keras.model.config import BertConfig
 from bert_keras.model.encoder import build_encoder
-from bert_keras.finetuning.tasks.words import basic_tokenize
+from bert_keras.modeldir import model_dir
 from bert_keras.text.vocab import SPECIAL_TOKENS, Vocabulary
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")

@@ -18,8 +18,8 @@ import sys
 from absl import app, flags
 
 from bert_keras import distribution
-from bert_keras.optimization import mixed_precision_policy, resolve_dtype
 from bert_keras.finetuning import run as finetuning
+from bert_keras.optimization import mixed_precision_policy, resolve_dtype
 
 TASK = flags.DEFINE_string("task", None, "glue/<cola|sst2|mrpc|stsb|qqp|mnli|qnli|rte|wnli>, "
                            "squad_v1, squad_v2, swag or conll2003.", required=True)

@@ -94,13 +94,13 @@ def main(argv):
     import tensorflow as tf
     tf.get_logger().setLevel("WARNING")  # tf.distribute's per-step INFO lines drown the metrics
 
-    from bert_keras.model.config import ConfigError
-    from bert_keras.optimization import mixed_precision_policy
-    from bert_keras.modeldir.model_dir import ModelDirError
-    from bert_keras.pretraining import PretrainingError, PretrainingOptions, run_pretraining
     from bert_keras.data.records import RecordsError
-    from bert_keras.text.vocab import VocabularyError
     from bert_keras.model.checkpoint_names import WeightsError
+    from bert_keras.model.config import ConfigError
+    from bert_keras.modeldir.model_dir import ModelDirError
+    from bert_keras.optimization import mixed_precision_policy
+    from bert_keras.pretraining import PretrainingError, PretrainingOptions, run_pretraining
+    from bert_keras.text.vocab import VocabularyError
 
     options = PretrainingOptions(
         input_files=FLAGS.input_files or "", output_dir=FLAGS.output_dir, config=FLAGS.preset,

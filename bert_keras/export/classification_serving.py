@@ -17,12 +17,10 @@ def _is_pair_task(task_config):
     """Whether a classification/regression task takes two texts (text_a, text_b)."""
     if "text_pair" in task_config:
         return bool(task_config["text_pair"])
-    task = str(task_config.get("task", ""))
-    if task.startswith("glue/"):
-        from bert_keras.finetuning.tasks import glue
+    from bert_keras.finetuning.catalog import is_pair_task
 
-        return glue.get_task(task.split("/", 1)[1]).text_b is not None
-    return False
+    task = str(task_config.get("task", ""))
+    return task.startswith("glue/") and is_pair_task(task)
 
 
 class ClassificationServing:

@@ -43,8 +43,8 @@ import os
 import tensorflow as tf
 
 from bert_keras.model import checkpoint_names
-from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.model.encoder import INPUT_NAMES, build_encoder
+from bert_keras.modeldir import model_dir as model_dir_lib
 
 logger = logging.getLogger("bert_keras.export")
 

@@ -38,9 +38,9 @@ import os
 
 import tensorflow as tf
 
-from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.export.encoder_export import _Exportable
 from bert_keras.export.raw_text import cut_to_longest
+from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.text.packing import flat_segment, pack_segments
 
 DEFAULT_SEQ_LENGTH = 128

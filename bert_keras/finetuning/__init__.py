@@ -7,11 +7,12 @@ from bert_keras import lazy_exports
 
 __getattr__, __all__ = lazy_exports("bert_keras.finetuning", {
     "run_finetuning": "bert_keras.finetuning.run",
-    "create_optimizer": "bert_keras.finetuning.run",
+    "create_finetuning_optimizer": "bert_keras.finetuning.run",
     "make_dataset": "bert_keras.finetuning.run",
     "predict": "bert_keras.finetuning.run",
     "FinetuningOptions": "bert_keras.finetuning.task",
     "get_task": "bert_keras.finetuning.task",
+    "parse_task_name": "bert_keras.finetuning.catalog",
     "TaskData": "bert_keras.finetuning.task",
     "FinetuningSweep": "bert_keras.finetuning.sweep",
     "TransferOptions": "bert_keras.finetuning.transfer",

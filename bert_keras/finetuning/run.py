@@ -21,7 +21,7 @@ The same steps by hand, with any Keras workflow in between:
 >>> train = task.load("train", training=True)  # doctest: +SKIP
 >>> model = task.build_model(load_encoder("models/minilm"))  # doctest: +SKIP
 >>> steps = 3 * math.ceil(train.num_rows / 32)  # doctest: +SKIP
->>> model.compile(optimizer=finetuning.create_optimizer(model, 2e-5, steps, steps // 10),
+>>> model.compile(optimizer=finetuning.create_finetuning_optimizer(model, 2e-5, steps, steps // 10),
 ...               **task.compile_args())  # doctest: +SKIP
 >>> model.fit(finetuning.make_dataset(train, 32, training=True), epochs=3,
 ...           steps_per_epoch=steps // 3)  # doctest: +SKIP
@@ -39,13 +39,13 @@ import keras
 import numpy as np
 
 from bert_keras import distribution, optimization
-from bert_keras.model import checkpoint_names
-from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.common.files import write_text_atomic
-from bert_keras.model.encoder import build_encoder
 from bert_keras.finetuning.task import FinetuningOptions, get_task
-from bert_keras.finetuning.tasks.common import DataFormatError
 from bert_keras.finetuning.task_models import TASK_PREFIX, save_task_model_dir, task_weight_map
+from bert_keras.finetuning.tasks.common import DataFormatError
+from bert_keras.model import checkpoint_names
+from bert_keras.model.encoder import build_encoder
+from bert_keras.modeldir import model_dir as model_dir_lib
 
 logger = logging.getLogger("bert_keras.finetuning.run")
 
@@ -54,12 +54,16 @@ CHECKPOINT_DIR = "checkpoints"
 
 
 # ------------------------------------------------------------------------------ optimizer
-def create_optimizer(model, learning_rate, num_train_steps, num_warmup_steps, weight_decay=0.01,
-                     clip_norm=1.0):
+def create_finetuning_optimizer(model, learning_rate, num_train_steps=None, num_warmup_steps=None,
+                                weight_decay=0.01, clip_norm=1.0):
     """AdamW for `model.compile`, with BERT's schedule and weight-decay rule.
 
+    (`optimization.create_optimizer` is pre-training's: AdamW without bias correction or LAMB,
+    on a variable map.)
+
     The learning rate is `optimization.WarmupLinearDecay` (linear warm-up, then linear decay
-    to 0 over all steps, as the original); beta1 0.9, beta2 0.999, epsilon 1e-6; weight decay
+    to 0 over all steps, as the original), or `learning_rate` itself when it is already a
+    `keras.optimizers.schedules.LearningRateSchedule` (the steps are then ignored); beta1 0.9, beta2 0.999, epsilon 1e-6; weight decay
     0.01 except on the variables whose name (`task_weight_map`) has LayerNorm or bias in it;
     gradients clipped to global norm 1.0.
 
@@ -67,9 +71,11 @@ def create_optimizer(model, learning_rate, num_train_steps, num_warmup_steps, we
     already summed over replicas, which `fit` does not do); unlike the original it corrects
     the moment estimates' bias, a difference that fades after the first few hundred steps.
     """
+    if not isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+        learning_rate = optimization.WarmupLinearDecay(learning_rate, num_warmup_steps,
+                                                       max(1, num_train_steps))
     optimizer = keras.optimizers.AdamW(
-        learning_rate=optimization.WarmupLinearDecay(learning_rate, num_warmup_steps,
-                                                     max(1, num_train_steps)),
+        learning_rate=learning_rate,
         weight_decay=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
         global_clipnorm=clip_norm or None)
     optimizer.exclude_from_weight_decay(
@@ -243,7 +249,7 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
     with strategy.scope():
         model = task.build_model(build_encoder(config, dtype=dtype), dtype=dtype)
         _load_weights(model, init_model_dir)
-        optimizer = create_optimizer(model, opts.learning_rate, num_train_steps,
+        optimizer = create_finetuning_optimizer(model, opts.learning_rate, num_train_steps,
                                      num_warmup_steps, opts.weight_decay, opts.clip_norm)
         if keras.dtype_policies.get(dtype or keras.config.dtype_policy()).name == "mixed_float16":
             # Keras scales the loss only when the model-wide policy is float16, not the layers'.
@@ -312,6 +318,6 @@ def _summary(metrics):
                      if isinstance(value, (int, float)))
 
 
-__all__ = ["create_optimizer", "make_dataset", "predict",
+__all__ = ["create_finetuning_optimizer", "make_dataset", "predict",
            "run_finetuning", "FinetuningResult", "FinetuningOptions", "DataFormatError",
            "EVAL_RESULTS_NAME"]

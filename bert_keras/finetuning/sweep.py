@@ -5,7 +5,7 @@ learning rate and epochs chosen from the same grid on a held-out slice of the *t
 several seeds at the chosen setting, and a learning curve over the number of labelled examples.
 Built and traced once per run, a tiny BERT spends most of a run's seconds in Keras and TensorFlow
 start-up instead of in its steps. `FinetuningSweep` builds the task model, its AdamW optimizer
-(the recipe of `finetuning.run.create_optimizer`) and the traced training and prediction steps
+(the recipe of `finetuning.run.create_finetuning_optimizer`) and the traced training and prediction steps
 once; each `run` then
 
 1. assigns the run's initial encoder weights ({original BERT name: array}, e.g. a model
@@ -50,7 +50,7 @@ import keras
 import numpy as np
 
 from bert_keras import optimization
-from bert_keras.finetuning.run import make_dataset, predict
+from bert_keras.finetuning.run import create_finetuning_optimizer, make_dataset, predict
 from bert_keras.finetuning.task_models import TASK_PREFIX, task_weight_map
 from bert_keras.finetuning.tasks import glue
 from bert_keras.model import checkpoint_names
@@ -118,11 +118,9 @@ class FinetuningSweep:
         self.variables = task_weight_map(self.model)
         self.head_names = [name for name in self.variables if name.startswith(TASK_PREFIX)]
         self.schedule = _Schedule()
-        self.optimizer = keras.optimizers.AdamW(
-            learning_rate=self.schedule, weight_decay=options.weight_decay, beta_1=0.9,
-            beta_2=0.999, epsilon=1e-6, global_clipnorm=options.clip_norm or None)
-        self.optimizer.exclude_from_weight_decay(
-            var_list=optimization.no_decay_variables(self.variables))
+        self.optimizer = create_finetuning_optimizer(
+            self.model, self.schedule, weight_decay=options.weight_decay,
+            clip_norm=options.clip_norm)
         self.model.compile(optimizer=self.optimizer, jit_compile=False, **task.compile_args())
         self._dropout_seeds = [v for v in self.model.non_trainable_variables
                                if "seed_generator" in v.path]

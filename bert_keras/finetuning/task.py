@@ -33,15 +33,15 @@ import os
 import keras
 import numpy as np
 
-from bert_keras.modeldir import model_dir as model_dir_lib
-from bert_keras.finetuning import task_models
 from bert_keras.common.files import write_text_atomic
-from bert_keras.model.encoder import INPUT_NAMES
-from bert_keras.metrics import conll_eval, squad_eval
-from bert_keras.metrics.classification import accuracy
+from bert_keras.finetuning import catalog, task_models
 from bert_keras.finetuning.tasks import conll, encoding, glue, squad, squad_postprocess, swag
 from bert_keras.finetuning.tasks.common import IGNORE_LABEL_ID, DataFormatError
 from bert_keras.finetuning.tasks.words import WordTokenizer
+from bert_keras.metrics import conll_eval, squad_eval
+from bert_keras.metrics.classification import accuracy
+from bert_keras.model.encoder import INPUT_NAMES
+from bert_keras.modeldir import model_dir as model_dir_lib
 
 logger = logging.getLogger("bert_keras.finetuning.run")
 
@@ -195,7 +195,7 @@ class GlueFinetuning(FinetuningTask):
 
     def __init__(self, name, data_dir, model_dir, options=None):
         super().__init__(name, data_dir, model_dir, options)
-        self.spec = glue.get_task(name.split("/", 1)[1])
+        self.spec = glue.task_spec(catalog.parse_task_name(name).glue_task)
         self.eval_splits = self.spec.eval_splits
         self.predict_splits = tuple(s for s in self.spec.splits if s.startswith("test"))
 
@@ -494,18 +494,10 @@ class ConllFinetuning(FinetuningTask):
 
 def get_task(name, data_dir, model_dir, options=None):
     """The `FinetuningTask` for a task name (see the module docstring)."""
-    key = str(name).lower()
-    if key.startswith("glue/"):
-        glue.get_task(key.split("/", 1)[1])  # raises on an unknown GLUE task
-        return GlueFinetuning(key, data_dir, model_dir, options)
-    if key in ("squad_v1", "squad_v2"):
-        return SquadFinetuning(key, data_dir, model_dir, options)
-    if key == "swag":
-        return SwagFinetuning(key, data_dir, model_dir, options)
-    if key in ("conll2003", "conll"):
-        return ConllFinetuning("conll2003", data_dir, model_dir, options)
-    raise ValueError(f"unknown task {name!r}; use glue/<{'|'.join(glue.TASKS)}>, squad_v1, "
-                     "squad_v2, swag or conll2003")
+    task = catalog.parse_task_name(name)
+    families = {"glue": GlueFinetuning, "squad": SquadFinetuning, "swag": SwagFinetuning,
+                "conll": ConllFinetuning}
+    return families[task.family](task.name, data_dir, model_dir, options)
 
 
 __all__ = ["FinetuningOptions", "FinetuningTask", "TaskData", "GlueFinetuning",

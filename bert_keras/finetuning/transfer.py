@@ -52,8 +52,8 @@ import os
 
 import numpy as np
 
-from bert_keras.finetuning.sweep import FinetuningSweep, subset
 from bert_keras.common.files import atomic_path, write_text_atomic
+from bert_keras.finetuning.sweep import FinetuningSweep, subset
 
 
 @dataclasses.dataclass

@@ -20,8 +20,8 @@ import tensorflow as tf
 
 from bert_keras import optimization
 from bert_keras.model import checkpoint_names
-from bert_keras.pretraining.losses import SUM_NAMES, pretraining_loss, pretraining_sums
 from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
+from bert_keras.pretraining.losses import SUM_NAMES, pretraining_loss, pretraining_sums
 
 
 def _dtype_policy(mixed_precision):

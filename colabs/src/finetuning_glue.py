@@ -157,9 +157,10 @@ print(INIT_MODEL_DIR, ":", config.num_hidden_layers, "layers,", config.hidden_si
 # %%
 import random
 
+from bert_keras.finetuning.catalog import parse_task_name
 from bert_keras.finetuning.tasks import glue
 
-spec = glue.get_task(TASK.split("/", 1)[1])
+spec = glue.task_spec(parse_task_name(TASK).glue_task)
 USE_TFDS = False
 
 

@@ -30,10 +30,10 @@ def exports(tmp_path_factory):
     """A tiny model directory and its float32 export, and a mixed-bf16 model's two exports."""
     import keras
 
-    from bert_keras.model import checkpoint_names
-    from bert_keras.modeldir import model_dir
     from bert_keras.export import encoder_export
+    from bert_keras.model import checkpoint_names
     from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
+    from bert_keras.modeldir import model_dir
 
     root = tmp_path_factory.mktemp("encoder_export")
     model_path = str(root / "model")

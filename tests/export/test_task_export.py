@@ -54,8 +54,8 @@ def _randomize_head(model, seed):
 def exported(tmp_path_factory):
     import keras
 
-    from bert_keras.finetuning import task_models
     from bert_keras.export import task_export
+    from bert_keras.finetuning import task_models
     from bert_keras.text.vocab import Vocabulary
 
     root = tmp_path_factory.mktemp("task_export")
@@ -301,9 +301,9 @@ def test_squad_v2_no_answer_wins_and_v1(exported):
 
 # ------------------------------------------------------------------------------------ NER
 def test_ner_matches_in_memory_and_first_wordpiece_tags(exported, loaded):
-    from bert_keras.metrics.conll_eval import extract_chunks
     from bert_keras.finetuning.tasks import conll
     from bert_keras.finetuning.tasks.words import basic_tokenize
+    from bert_keras.metrics.conll_eval import extract_chunks
 
     got = loaded["ner"]
     _assert_same(got, _in_memory(exported["modules"]["ner"], text=NER_TEXTS))

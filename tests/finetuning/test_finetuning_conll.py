@@ -7,12 +7,12 @@ import os
 import numpy as np
 import pytest
 
-from bert_keras.model import checkpoint_names
-from bert_keras.modeldir import model_dir
 from bert_keras.finetuning.run import run_finetuning
 from bert_keras.finetuning.task import FinetuningOptions, get_task
-from bert_keras.metrics import conll_eval
 from bert_keras.finetuning.tasks.common import DataFormatError
+from bert_keras.metrics import conll_eval
+from bert_keras.model import checkpoint_names
+from bert_keras.modeldir import model_dir
 from finetuning_fixtures import data_dir, fixture, read_lines, tiny_model_dir
 
 QUICK = dict(learning_rate=1e-3, train_batch_size=1, num_train_epochs=10, max_seq_length=32,

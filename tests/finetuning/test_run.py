@@ -9,10 +9,10 @@ import textwrap
 import numpy as np
 import pytest
 
-from bert_keras.model.config import BertConfig
-from bert_keras.finetuning.run import create_optimizer, make_dataset, predict, run_finetuning
+from bert_keras.finetuning.run import create_finetuning_optimizer, make_dataset, predict, run_finetuning
 from bert_keras.finetuning.task import TaskData
 from bert_keras.finetuning.task_models import build_classifier, task_weight_map
+from bert_keras.model.config import BertConfig
 from finetuning_fixtures import data_dir, fixture, tiny_model_dir
 from support import REPO_ROOT as REPO
 
@@ -21,7 +21,7 @@ CONFIG = BertConfig.from_preset("tiny", vocab_size=30, max_position_embeddings=1
 
 def test_adamw_decays_weights_but_not_layer_norms_and_biases():
     model = build_classifier(CONFIG, num_labels=2)
-    optimizer = create_optimizer(model, learning_rate=0.1, num_train_steps=10, num_warmup_steps=0,
+    optimizer = create_finetuning_optimizer(model, learning_rate=0.1, num_train_steps=10, num_warmup_steps=0,
                                  weight_decay=0.01)
     variables = task_weight_map(model)
     before = {name: np.array(v.numpy()) for name, v in variables.items()}
@@ -41,7 +41,7 @@ def test_adamw_decays_weights_but_not_layer_norms_and_biases():
 
 def test_learning_rate_warms_up_then_decays_linearly_to_zero():
     model = build_classifier(CONFIG, num_labels=2)
-    optimizer = create_optimizer(model, 2e-5, num_train_steps=100, num_warmup_steps=10)
+    optimizer = create_finetuning_optimizer(model, 2e-5, num_train_steps=100, num_warmup_steps=10)
 
     def rate_at(step):
         optimizer.iterations.assign(step)

@@ -9,10 +9,10 @@ import pytest
 
 import bert_keras
 from bert_keras.model import checkpoint_names
-from bert_keras.modeldir import convert
-from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.model.config import BertConfig
 from bert_keras.model.layers import BertEmbeddings, Pooler, SelfAttention, TransformerBlock
+from bert_keras.modeldir import convert
+from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.text.vocab import Vocabulary
 from model_fixtures import minilm_hf_dir, numpy_bert, random_weights, tiny_vocab_tokens
 

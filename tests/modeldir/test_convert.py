@@ -10,9 +10,9 @@ from safetensors.numpy import save_file
 
 import bert_keras
 from bert_keras.model import checkpoint_names
-from bert_keras.modeldir import convert, model_dir
 from bert_keras.model.checkpoint_names import WeightsError
 from bert_keras.model.config import BertConfig, ConfigError
+from bert_keras.modeldir import convert, model_dir
 from bert_keras.modeldir.loading import load_pretraining_model
 from bert_keras.text.vocab import VocabularyError
 from model_fixtures import numpy_bert, random_weights, tiny_vocab_tokens

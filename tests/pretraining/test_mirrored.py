@@ -19,10 +19,10 @@ SCRIPT = textwrap.dedent("""
     import numpy as np
     import tensorflow as tf
     from bert_keras.model import checkpoint_names
-    from bert_keras.modeldir import model_dir
     from bert_keras.model.config import BertConfig
-    from bert_keras.pretraining.run import PretrainingOptions, train
     from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
+    from bert_keras.modeldir import model_dir
+    from bert_keras.pretraining.run import PretrainingOptions, train
     from bert_keras.text.vocab import Vocabulary
     import pretraining_run_fixtures as fx
 

@@ -23,8 +23,8 @@ from bert_keras.model.config import BertConfig
 from bert_keras.pretraining.run import (NonFiniteLossError, PretrainingError, PretrainingOptions,
                                         build_training_state, evaluate, make_eval_function,
                                         make_train_function, train)
-from bert_keras.pretraining.losses import masked_lm_sums, metrics_from_sums, next_sentence_sums
 from bert_keras.data.records import RecordsError
+from bert_keras.pretraining.losses import masked_lm_sums, metrics_from_sums, next_sentence_sums
 from bert_keras.text.vocab import Vocabulary, VocabularyError
 
 import pretraining_run_fixtures as fx

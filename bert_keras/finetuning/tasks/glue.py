@@ -33,8 +33,8 @@ import os
 
 import numpy as np
 
-from bert_keras.metrics import classification
 from bert_keras.finetuning.tasks.common import DataFormatError, read_text_lines
+from bert_keras.metrics import classification
 
 logger = logging.getLogger("bert_keras.finetuning.tasks.glue")
 
@@ -153,7 +153,7 @@ class InputExample:
     label: object = None
 
 
-def get_task(task):
+def task_spec(task):
     """The `GlueTask` named `task` (case-insensitive; "sst-2", "sts-b" also accepted)."""
     key = str(task).lower().replace("-", "")
     if key not in TASKS:
@@ -163,13 +163,13 @@ def get_task(task):
 
 def get_labels(task):
     """The label strings of a classification task, in label-id order (None for STS-B)."""
-    labels = get_task(task).label_list
+    labels = task_spec(task).label_list
     return None if labels is None else list(labels)
 
 
 def split_path(task, data_dir, split):
     """The TSV file of a split, or a DataFormatError naming the paths tried."""
-    spec = get_task(task)
+    spec = task_spec(task)
     if split not in spec.splits:
         raise ValueError(f"{spec.name} has no split {split!r}; its splits are "
                          f"{', '.join(spec.splits)}")
@@ -199,7 +199,7 @@ def read_glue_examples(task, data_dir, split, skip_malformed=False):
     With `skip_malformed=True`, rows with the wrong number of fields or an unknown label are
     logged and left out instead of raising.
     """
-    spec = get_task(task)
+    spec = task_spec(task)
     path = split_path(spec.name, data_dir, split)
     is_test = split.startswith("test")
     headerless = split in spec.headerless_splits
@@ -268,7 +268,7 @@ def read_glue_tfds(task, split, data_dir=None):
     The dataset must already be prepared in `data_dir` (or the tfds default folder). Labels are
     mapped to this module's label strings; test splits (label -1) get label None.
     """
-    spec = get_task(task)
+    spec = task_spec(task)
     if split not in spec.splits:
         raise ValueError(f"{spec.name} has no split {split!r}; its splits are "
                          f"{', '.join(spec.splits)}")
@@ -311,7 +311,7 @@ def _decode(value):
 
 def label_ids(examples, task):
     """int32 label ids (classification) or float32 scores (STS-B) of labelled examples."""
-    spec = get_task(task)
+    spec = task_spec(task)
     missing = [e.guid for e in examples if e.label is None]
     if missing:
         raise ValueError(f"{len(missing)} example(s) have no label (first: {missing[0]}); "
@@ -331,7 +331,7 @@ def examples_to_arrays(examples, task):
     Texts are arrays of Python str (dtype object), ready for `tf.constant` or
     `tf.data.Dataset.from_tensor_slices` and an in-graph preprocessor.
     """
-    spec = get_task(task)
+    spec = task_spec(task)
     arrays = {"text_a": np.asarray([e.text_a for e in examples], dtype=object)}
     if spec.text_b is not None:
         arrays["text_b"] = np.asarray([e.text_b or "" for e in examples], dtype=object)
@@ -344,9 +344,9 @@ def compute_metrics(task, predictions, labels):
     """The task's metrics (fractions / correlations, not percentages) as a dict.
 
     `predictions` and `labels`: label ids (classification; argmax of the logits) or scores
-    (STS-B). For MNLI call it once per evaluation split (`get_task("mnli").eval_splits`).
+    (STS-B). For MNLI call it once per evaluation split (`task_spec("mnli").eval_splits`).
     """
-    spec = get_task(task)
+    spec = task_spec(task)
     functions = {
         "accuracy": classification.accuracy,
         "f1": classification.f1_score,

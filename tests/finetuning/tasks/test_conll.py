@@ -5,9 +5,9 @@ import os
 import numpy as np
 import pytest
 
-from bert_keras.metrics.conll_eval import evaluate
 from bert_keras.finetuning.tasks import conll
 from bert_keras.finetuning.tasks.common import IGNORE_LABEL_ID, DataFormatError
+from bert_keras.metrics.conll_eval import evaluate
 from reference_tokenization import ReferenceWordTokenizer
 from support import TESTS_DIR
 

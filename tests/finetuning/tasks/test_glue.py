@@ -25,10 +25,10 @@ def test_label_lists():
     assert glue.get_labels("QNLI") == ["entailment", "not_entailment"]
     assert glue.get_labels("rte") == ["entailment", "not_entailment"]
     assert glue.get_labels("sts-b") is None
-    assert glue.get_task("stsb").is_regression and glue.get_task("stsb").num_labels == 1
-    assert glue.get_task("SST-2").name == "sst2"
+    assert glue.task_spec("stsb").is_regression and glue.task_spec("stsb").num_labels == 1
+    assert glue.task_spec("SST-2").name == "sst2"
     with pytest.raises(ValueError, match="unknown GLUE task 'squad'"):
-        glue.get_task("squad")
+        glue.task_spec("squad")
 
 
 def test_paper_metrics():
@@ -37,7 +37,7 @@ def test_paper_metrics():
     assert paper == {"cola": "matthews_corrcoef", "sst2": "accuracy", "mrpc": "f1",
                      "stsb": "spearman", "qqp": "f1", "mnli": "accuracy", "qnli": "accuracy",
                      "rte": "accuracy", "wnli": "accuracy"}
-    assert glue.get_task("mnli").eval_splits == ("dev_matched", "dev_mismatched")
+    assert glue.task_spec("mnli").eval_splits == ("dev_matched", "dev_mismatched")
 
 
 def test_cola_has_no_header_in_train_and_dev():

@@ -5,10 +5,10 @@ import os
 import numpy as np
 import pytest
 
-from bert_keras.metrics.classification import accuracy
 from bert_keras.finetuning.tasks import swag
 from bert_keras.finetuning.tasks.common import DataFormatError
 from bert_keras.finetuning.tasks.encoding import encode_texts
+from bert_keras.metrics.classification import accuracy
 from reference_tokenization import ReferenceWordTokenizer
 from support import TESTS_DIR
 
