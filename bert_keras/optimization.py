@@ -469,6 +469,12 @@ def accumulate_gradients(compute_loss, batch, variables, num_micro_batches=1, ji
     return grads, stats
 
 
+# The compute dtype as every tool takes it (`common.cli.option` keywords of a `mixed_precision`
+# field): `--dtype`, "auto" on the command line, the policy name in the options.
+DTYPE_OPTION = dict(flag="dtype", choices=DTYPE_FLAG_VALUES, flag_default=AUTO_DTYPE,
+                    from_flag=mixed_precision_policy, aliases=("mixed_precision",))
+
+
 __all__ = ["WarmupLinearDecay", "AdamWeightDecay", "Lamb", "create_optimizer", "no_decay_variables",
            "accumulate_gradients", "inner_optimizer",
            "NO_DECAY_NAME_PARTS", "OPTIMIZER_NAMES", "MIXED_PRECISION_POLICIES", "DTYPES",

@@ -5,9 +5,9 @@ the MLM and NSP losses, the training step and `run_pretraining`.
 from bert_keras import lazy_exports
 
 __getattr__, __all__ = lazy_exports("bert_keras.pretraining", {
-    "PretrainingOptions": "bert_keras.pretraining.run",
-    "PretrainingError": "bert_keras.pretraining.run",
-    "NonFiniteLossError": "bert_keras.pretraining.run",
+    "PretrainingOptions": "bert_keras.pretraining.options",
+    "PretrainingError": "bert_keras.pretraining.options",
+    "NonFiniteLossError": "bert_keras.pretraining.options",
     "run_pretraining": "bert_keras.pretraining.run",
     "train": "bert_keras.pretraining.run",
     "evaluate": "bert_keras.pretraining.run",

@@ -51,6 +51,8 @@ from bert_keras.common.files import write_json_atomic, write_text_atomic
 from bert_keras.model.config import BertConfig, ConfigError
 from bert_keras.pretraining.losses import SUM_NAMES, metrics_from_sums
 from bert_keras.data.records import RecordsError
+from bert_keras.pretraining.options import (MODES, NonFiniteLossError, PretrainingError,
+                                            PretrainingOptions)
 from bert_keras.pretraining.step import (TrainingState, assign_initial_weights, build_training_state,
                                          make_eval_function, make_train_function)
 from bert_keras.text.vocab import Vocabulary
@@ -59,113 +61,9 @@ CHECKPOINTS_DIR = "checkpoints"
 RUN_FILE = "run.json"
 OPTIONS_FILE = model_dir_lib.PRETRAINING_OPTIONS_NAME
 EVAL_RESULTS_FILE = "eval_results.txt"
-MODES = ("train", "eval", "export")
 
 # Fields of run.json that must match for a rerun to resume a checkpoint.
 _STRUCTURAL = ("bert_config", "next_sentence", "left_to_right", "optimizer", "loss_scaling")
-
-
-class PretrainingError(RuntimeError):
-    """Pre-training cannot start or cannot go on (the message says why and what to do)."""
-
-
-class NonFiniteLossError(PretrainingError):
-    """The loss became NaN or infinite; the last good checkpoint is kept."""
-
-
-@dataclasses.dataclass
-class PretrainingOptions:
-    """Every setting of a pre-training run, with the original `run_pretraining.py` defaults.
-
-    config: a preset name ("tiny", "base", "L4_H256", ...; vocab_size is then the vocabulary's),
-      a path to a `bert_config.json`, or a `BertConfig`. Exclusive with `init_model_dir`, which
-      brings its own config, vocabulary and weights (e.g. the first phase of two-phase training,
-      or converted published weights). Both may be left out on a rerun: the config and the
-      vocabulary written in `output_dir` are used.
-    next_sentence: False is the paper's "No NSP" ablation (MLM only).
-    left_to_right: causal attention, next-token targets, no NSP ("LTR & No NSP").
-    dynamic_masking: mask on the fly, a new mask each time a sequence is read.
-    gradient_accumulation_steps: split each replica's batch in this many micro-batches.
-    mixed_precision: "float32", "mixed_bfloat16" (TPUs, recent GPUs, CPUs with bf16 units),
-      "mixed_float16" (GPUs, with loss scaling) or "auto" (mixed_bfloat16 where the device computes
-      bfloat16 natively, else float32; decided once the strategy is known).
-    adam_bias_correction: Adam's bias correction (as PyTorch's and Keras' AdamW); False is the
-      released `AdamWeightDecayOptimizer`, which has none and learns far less at short budgets.
-    """
-
-    input_files: str = ""
-    output_dir: str = ""
-    config: object = None
-    vocab_file: str = None
-    do_lower_case: bool = True
-    init_model_dir: str = None
-    mode: str = "train"
-    strategy: str = "auto"
-    tpu: str = None
-    train_batch_size: int = 32
-    eval_batch_size: int = 32
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    num_train_steps: int = 100000
-    num_warmup_steps: int = 10000
-    learning_rate: float = 5e-5
-    optimizer: str = "adamw"
-    weight_decay: float = 0.01
-    adam_epsilon: float = 1e-6
-    adam_bias_correction: bool = True
-    clip_norm: float = 1.0
-    mixed_precision: str = "float32"
-    gradient_accumulation_steps: int = 1
-    steps_per_execution: int = 1
-    save_checkpoints_steps: int = 1000
-    keep_checkpoint_max: int = 5
-    next_sentence: bool = True
-    left_to_right: bool = False
-    dynamic_masking: bool = False
-    masked_lm_prob: float = 0.15
-    seed: int = 12345
-    shuffle_buffer_size: int = 10000
-    skip_corrupt_records: bool = False
-    max_eval_steps: int = 0
-    jit_compile: bool = False
-    verbose: int = 1
-    log_steps: int = 100
-
-    def validate(self):
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if not self.output_dir:
-            raise ValueError("output_dir is required")
-        if self.mode != "export" and not self.input_files:
-            raise ValueError("input_files is required")
-        for name in ("train_batch_size", "eval_batch_size", "max_seq_length", "max_predictions_per_seq",
-                     "num_train_steps", "gradient_accumulation_steps", "steps_per_execution",
-                     "save_checkpoints_steps", "keep_checkpoint_max"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if not 0 <= self.num_warmup_steps <= self.num_train_steps:
-            raise ValueError(f"num_warmup_steps must be in [0, num_train_steps], got {self.num_warmup_steps}")
-        if self.config is not None and self.init_model_dir:
-            raise ValueError("give either config (with vocab_file) or init_model_dir, not both")
-        if self.init_model_dir and os.path.abspath(self.init_model_dir) == os.path.abspath(self.output_dir):
-            raise ValueError("output_dir must differ from init_model_dir")
-        if self.optimizer not in optimization.OPTIMIZER_NAMES:
-            raise ValueError(f"optimizer must be one of {optimization.OPTIMIZER_NAMES}")
-        allowed = optimization.MIXED_PRECISION_POLICIES + (optimization.AUTO_DTYPE,)
-        if self.mixed_precision not in allowed:
-            raise ValueError(f"mixed_precision must be one of {allowed}")
-        if not 0 < self.masked_lm_prob < 1:
-            raise ValueError(f"masked_lm_prob must be in (0, 1), got {self.masked_lm_prob}")
-
-    @property
-    def uses_next_sentence(self):
-        return self.next_sentence and not self.left_to_right
-
-    def to_json_dict(self):
-        values = dataclasses.asdict(self)
-        if isinstance(self.config, BertConfig):
-            values["config"] = self.config.to_dict()
-        return values
 
 
 # ------------------------------------------------------------------------------------- setup

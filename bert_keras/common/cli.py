@@ -1,0 +1,188 @@
+"""The command-line layer shared by every tool: flags generated from the options dataclasses,
+one expansion of file globs, and one error policy.
+
+An option is declared once, as a dataclass field with `option(...)`: its default, help, choices
+and earlier spellings live there, and every tool that uses the dataclass gets the same flag.
+
+Example:
+
+>>> import dataclasses
+>>> from absl import flags
+>>> @dataclasses.dataclass
+... class VocabOptions:
+...     vocab_size: int = option(30522, "Tokens in the vocabulary.")
+...     do_lower_case: bool = option(True, "Uncased vocabulary.", aliases=("lower_case",))
+...     mixed_precision: str = option("float32", "Compute dtype.", flag="dtype",
+...                                   choices=("float32", "bfloat16"), flag_default="bfloat16",
+...                                   from_flag=lambda value: "mixed_" + value)
+...     cache: dict = None   # not an option: no flag
+>>> flag_values = flags.FlagValues()
+>>> define_flags(VocabOptions, flag_values)
+>>> _ = flag_values(["tool", "--vocab_size=8", "--nolower_case"])
+>>> options_from_flags(VocabOptions, flag_values)
+VocabOptions(vocab_size=8, do_lower_case=False, mixed_precision='mixed_bfloat16', cache=None)
+"""
+
+import dataclasses
+import glob
+import os
+import sys
+
+from bert_keras.common.errors import BertKerasError
+
+_KEY = "bert_keras_option"
+
+
+def option(default, help, *, flag=None, choices=None, aliases=(), flag_default=dataclasses.MISSING,
+           from_flag=None, required=False):
+    """A dataclass field that is also a command-line flag.
+
+    Args:
+      default: the library default (also the flag's, unless `flag_default`).
+      help: the flag's help.
+      flag: the flag's name when it differs from the field's (e.g. "dtype").
+      choices: the allowed values (an enum flag).
+      aliases: earlier spellings, still accepted.
+      flag_default: the command line's default when it differs from the library's (e.g. "auto").
+      from_flag: converts the flag's value into the field's (e.g. "bfloat16" -> "mixed_bfloat16").
+      required: the flag must be given.
+    """
+    metadata = {_KEY: dict(help=help, flag=flag, choices=tuple(choices) if choices else None,
+                           aliases=tuple(aliases), flag_default=flag_default,
+                           from_flag=from_flag, required=required)}
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("use a tuple as the default of a list option")
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def options_of(options_class):
+    """[(field, spec)] of the fields of `options_class` declared with `option`."""
+    return [(field, field.metadata[_KEY]) for field in dataclasses.fields(options_class)
+            if _KEY in field.metadata]
+
+
+def _flag_name(field, spec):
+    return spec["flag"] or field.name
+
+
+def define_flags(options_class, flag_values=None, skip=(), defaults=None):
+    """Defines an absl flag for each option of `options_class` (not those named in `skip`);
+    `defaults` ({field name: value}) replace the declared defaults for this tool."""
+    from absl import flags
+
+    flag_values = flag_values if flag_values is not None else flags.FLAGS
+    # The flags belong to the tool that asks for them (so that its --help lists them).
+    module_name = sys._getframe(1).f_globals.get("__name__", "__main__")
+    if module_name == "__main__":
+        module_name = sys.argv[0]
+    for field, spec in options_of(options_class):
+        if field.name in skip:
+            continue
+        name = _flag_name(field, spec)
+        default = (defaults or {}).get(field.name, field.default)
+        if spec["flag_default"] is not dataclasses.MISSING and field.name not in (defaults or {}):
+            default = spec["flag_default"]
+        kind = field.type if isinstance(field.type, type) else type(default)
+        common = dict(flag_values=flag_values, required=spec["required"], module_name=module_name)
+        if spec["required"]:
+            default = None
+        if spec["choices"]:
+            flags.DEFINE_enum(name, default, list(spec["choices"]), spec["help"], **common)
+        elif kind is bool or isinstance(default, bool):
+            flags.DEFINE_bool(name, default, spec["help"], **common)
+        elif kind is int and not isinstance(default, float):
+            flags.DEFINE_integer(name, default, spec["help"], **common)
+        elif kind is float or isinstance(default, float):
+            flags.DEFINE_float(name, default, spec["help"], **common)
+        elif kind is tuple or isinstance(default, tuple):
+            flags.DEFINE_list(name, [f"{value:g}" if isinstance(value, float) else str(value)
+                                     for value in default], spec["help"], **common)
+        else:
+            flags.DEFINE_string(name, default, spec["help"], **common)
+        for alias in spec["aliases"]:
+            flags.DEFINE_alias(alias, name, flag_values=flag_values)
+
+
+def _list_value(field, name, values):
+    declared = field.default if isinstance(field.default, tuple) and field.default else ()
+    kind = type(declared[0]) if declared else str
+    try:
+        return tuple(kind(value) for value in values)
+    except ValueError:
+        raise BertKerasError(f"--{name}: not a list of {kind.__name__}s: "
+                             f"{','.join(values)}") from None
+
+
+def flag_values_of(options_class, flag_values=None, skip=()):
+    """{field name: value} of the options of `options_class` as the command line set them."""
+    from absl import flags
+
+    flag_values = flag_values if flag_values is not None else flags.FLAGS
+    values = {}
+    for field, spec in options_of(options_class):
+        name = _flag_name(field, spec)
+        if field.name in skip or name not in flag_values:
+            continue
+        value = flag_values[name].value
+        if isinstance(value, list):
+            value = _list_value(field, name, value)
+        if spec["from_flag"] is not None:
+            value = spec["from_flag"](value)
+        values[field.name] = value
+    return values
+
+
+def options_from_flags(options_class, flag_values=None, skip=(), **overrides):
+    """An `options_class` instance from the command line; `overrides` set other fields."""
+    values = flag_values_of(options_class, flag_values, skip)
+    values.update(overrides)
+    return options_class(**values)
+
+
+def expand_files(patterns, flag="input_files"):
+    """The sorted files of a comma-separated list of paths and globs; BertKerasError naming
+    `--flag` and the pattern when one matches nothing."""
+    files = []
+    for pattern in str(patterns or "").split(","):
+        pattern = pattern.strip()
+        if not pattern:
+            continue
+        matched = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else (
+            [pattern] if os.path.isfile(pattern) else [])
+        if not matched:
+            raise BertKerasError(f"--{flag}: nothing matches {pattern!r}")
+        files.extend(matched)
+    if not files:
+        raise BertKerasError(f"--{flag}: no input files given")
+    return files
+
+
+def report_errors(tool, main):
+    """Runs `main()`; bad input (`BertKerasError`, ValueError, a missing or unwritable file, a
+    TensorFlow data error) is printed as `tool: error: message` with exit status 1, without a
+    traceback. Returns main's exit status."""
+    try:
+        return main()
+    except (ValueError, OSError) as error:
+        message = str(error)
+        if isinstance(error, OSError) and error.filename and str(error.filename) not in message:
+            message = f"{error.filename}: {error.strerror or message}"
+        print(f"{tool}: error: {message}", file=sys.stderr)
+        return 1
+    except Exception as error:  # TensorFlow's OpError (not imported here: it loads TensorFlow)
+        if type(error).__module__.startswith("tensorflow") and hasattr(error, "message"):
+            print(f"{tool}: error: {error.message}", file=sys.stderr)
+            return 1
+        raise
+
+
+def run_tool(tool, main):
+    """The `if __name__ == "__main__"` of a tool: parses the flags (absl) and exits with
+    `report_errors(tool, main)`."""
+    from absl import app
+
+    app.run(lambda argv: sys.exit(report_errors(tool, main)))
+
+
+__all__ = ["option", "options_of", "define_flags", "flag_values_of", "options_from_flags",
+           "expand_files", "report_errors", "run_tool"]
