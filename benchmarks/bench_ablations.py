@@ -75,7 +75,7 @@ def pretrain_variants(args, job_options):
     from bert_keras import main_job
 
     base = job_options.paths()
-    stages = main_job._Stages(base["stages"])  # pylint: disable=protected-access
+    stages = main_job.Stages(base["stages"])
     stages.run("vocab", lambda: main_job.build_vocab_stage(job_options, base))
     stages.run("data", lambda: main_job.create_data_stage(job_options, base))
     variants = [(name, args.objective_preset) for name in OBJECTIVES]
@@ -90,7 +90,7 @@ def pretrain_variants(args, job_options):
             start = time.time()
             from bert_keras.pretraining import run as pretraining
 
-            pretraining.run_pretraining(main_job._pretraining_options(  # pylint: disable=protected-access
+            pretraining.run_pretraining(main_job.stages._pretraining_options(  # pylint: disable=protected-access
                 options, base, output_dir=output, **OBJECTIVES[name]))
             print(f"pre-trained {slug} in {time.time() - start:.0f}s", flush=True)
         models[(name, preset)] = output
@@ -103,7 +103,7 @@ def heldout_mlm(job_options, model_dir, name, preset):
 
     base = job_options.paths()
     job_options = dataclasses.replace(job_options, preset=preset)
-    results = pretraining.evaluate(main_job._pretraining_options(  # pylint: disable=protected-access
+    results = pretraining.evaluate(main_job.stages._pretraining_options(  # pylint: disable=protected-access
         job_options, base, mode="eval", output_dir=model_dir,
         input_files=os.path.join(base["heldout_data"], "*.tfrecord"), **OBJECTIVES[name]))
     return {key: float(value) for key, value in results.items()
@@ -192,6 +192,7 @@ def feature_based(args, sweep, task, weights, result):
 def main(argv=None):
     args = parse_args(argv)
     from bert_keras import main_job
+    from bert_keras.data import bundled
 
     job_options = main_job.MainJobOptions(
         work_dir=args.work_dir, max_seq_length=args.max_seq_length,
@@ -207,7 +208,7 @@ def main(argv=None):
     for task_name in tasks:
         data_dir = os.path.join(args.glue_dir, TASK_DIRS[task_name])
         if task_name == "sst2" and not os.path.exists(os.path.join(data_dir, "train.tsv")):
-            data_dir = main_job.DEFAULT_FINETUNE_DATA_DIR
+            data_dir = bundled.DEFAULT_FINETUNE_DATA_DIR
         state = os.path.join(args.work_dir, f"runs_{task_name}_{args.objective_preset}.json")
         dirs = {name: models[(name, args.objective_preset)] for name in OBJECTIVES}
         dirs[NONE] = None

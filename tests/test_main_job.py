@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from bert_keras import main_job
+from bert_keras.data import bundled
 from bert_keras.modeldir.loading import load_pretraining_model
 
 
@@ -183,7 +184,7 @@ def _bad_input(kind, tmp_path):
     elif kind == "binary":
         path.write_bytes(bytes(range(256)) * 64)
     else:
-        with open(main_job.DEFAULT_TRAIN_FILE, encoding="utf-8") as f:
+        with open(bundled.DEFAULT_TRAIN_FILE, encoding="utf-8") as f:
             paragraphs = [line for line in f if line.strip() and not line.lstrip().startswith("=")]
         path.write_text("".join(paragraphs[:50]), encoding="utf-8")
     return path
@@ -263,11 +264,11 @@ def test_bad_comparison_flags_stop_the_job_before_anything_is_written(flag, mess
 def test_a_labelled_file_with_one_class_stops_the_job_naming_it(tmp_path):
     data = tmp_path / "sst2"
     data.mkdir()
-    with open(os.path.join(main_job.DEFAULT_FINETUNE_DATA_DIR, "train.tsv"), encoding="utf-8") as f:
+    with open(os.path.join(bundled.DEFAULT_FINETUNE_DATA_DIR, "train.tsv"), encoding="utf-8") as f:
         rows = f.read().splitlines()
     (data / "train.tsv").write_text("\n".join([rows[0]] + [r for r in rows[1:] if r.endswith("\t1")])
                                     + "\n", encoding="utf-8")
-    with open(os.path.join(main_job.DEFAULT_FINETUNE_DATA_DIR, "dev.tsv"), encoding="utf-8") as f:
+    with open(os.path.join(bundled.DEFAULT_FINETUNE_DATA_DIR, "dev.tsv"), encoding="utf-8") as f:
         (data / "dev.tsv").write_text(f.read(), encoding="utf-8")
     work_dir = tmp_path / "work"
     with pytest.raises(ValueError, match="one label only") as raised:

@@ -71,10 +71,9 @@ def define_flags(options_class, flag_values=None, skip=(), defaults=None):
     from absl import flags
 
     flag_values = flag_values if flag_values is not None else flags.FLAGS
-    # The flags belong to the tool that asks for them (so that its --help lists them).
-    module_name = sys._getframe(1).f_globals.get("__name__", "__main__")
-    if module_name == "__main__":
-        module_name = sys.argv[0]
+    # The flags belong to the program that runs (absl's name for the main module), so that its
+    # --help lists them.
+    module_name = sys.argv[0] if sys.argv else "__main__"
     for field, spec in options_of(options_class):
         if field.name in skip:
             continue

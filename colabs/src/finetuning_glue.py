@@ -101,7 +101,7 @@ from bert_keras.model import checkpoint_names
 from bert_keras.modeldir import model_dir
 from bert_keras.text import vocab_builder
 from bert_keras.modeldir.convert import convert_tf1_checkpoint
-from bert_keras.main_job import DEFAULT_HELDOUT_FILE
+from bert_keras.data.bundled import DEFAULT_HELDOUT_FILE
 from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
 
 PUBLISHED_CHECKPOINT = ("https://storage.googleapis.com/bert_models/2018_10_18/"

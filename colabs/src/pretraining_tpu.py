@@ -140,7 +140,7 @@ print(f"{ACCELERATOR}: {strategy.num_replicas_in_sync} replica(s), {MIXED_PRECIS
 # and copy the results to a bucket or Drive at the end (last cell).
 
 # %%
-from bert_keras.main_job import DEFAULT_HELDOUT_FILE, DEFAULT_TRAIN_FILE
+from bert_keras.data.bundled import DEFAULT_HELDOUT_FILE, DEFAULT_TRAIN_FILE
 
 os.makedirs(WORK_DIR, exist_ok=True)
 paths = {

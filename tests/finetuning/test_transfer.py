@@ -14,7 +14,7 @@ import pytest
 from bert_keras.finetuning import sweep as sweep_lib
 from bert_keras.finetuning import transfer
 from bert_keras.finetuning.task import FinetuningOptions, get_task
-from bert_keras.main_job import DEFAULT_FINETUNE_DATA_DIR
+from bert_keras.data.bundled import DEFAULT_FINETUNE_DATA_DIR
 from finetuning_fixtures import tiny_model_dir
 
 TRAIN = os.path.join(DEFAULT_FINETUNE_DATA_DIR, "train.tsv")

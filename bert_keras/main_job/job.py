@@ -1,0 +1,102 @@
+"""`run_main_job`: every stage in order (or resumed), then `results.json` and the printout."""
+
+import json
+import os
+
+from bert_keras.common.files import write_text_atomic
+from bert_keras.main_job import stages as stages_lib
+from bert_keras.main_job.demo import demo_stage
+from bert_keras.main_job.options import STAGES, check_options
+from bert_keras.main_job.stages import PRETRAINED, RANDOM_INIT
+
+def results_summary(results):
+    """The figures of a finished job, as written to `results.json`."""
+    evaluated, finetuned = results["evaluate"], results["finetune"]
+    seconds = {name: results[name].get("seconds") for name in STAGES}
+    seconds["total"] = round(sum(value or 0.0 for value in seconds.values()), 1)
+    sides = finetuned["sides"]
+    return {
+        "pretrain": {
+            "heldout_mlm_accuracy": evaluated["results"]["masked_lm_accuracy"],
+            "heldout_nsp_accuracy": evaluated["results"].get("next_sentence_accuracy"),
+            "most_frequent_token_share": evaluated["baselines"]["unigram_mlm_accuracy"],
+            "nsp_majority_share": evaluated["baselines"]["nsp_majority_share"],
+            "global_step": evaluated["results"].get("global_step"),
+        },
+        "finetune": {
+            "task": finetuned["task"],
+            "metric": finetuned["metric"],
+            "train_examples": finetuned["options"]["num_train_examples"],
+            "selection_examples": finetuned["options"]["selection_examples"],
+            "seeds": finetuned["options"]["seeds"],
+            "dev_majority_share": finetuned["majority_share"],
+            "pretrained": sides[PRETRAINED],
+            "random_init": sides[RANDOM_INIT],
+            "margin": finetuned["margin"],
+            "pretraining_clearly_helps": finetuned["pretraining_clearly_helps"],
+        },
+        "seconds": seconds,
+    }
+
+
+def _print_comparison(finetune):
+    metric = finetune["metric"]
+    sides = {PRETRAINED: finetune["pretrained"], RANDOM_INIT: finetune["random_init"]}
+    print(f"\nFine-tuning on {finetune['task']}: dev {metric} with {finetune['train_examples']} "
+          f"labelled examples; each side's learning rate and epochs chosen on "
+          f"{finetune['selection_examples']} held-out training examples (never on dev):")
+    seeds = " ".join(f"seed {seed}" for seed in finetune["seeds"])
+    print(f"  {'':<12} {'lr':>7} {'epochs':>6}   {seeds}   mean +- sd")
+    for side, values in sides.items():
+        chosen = values["chosen"]
+        scores = "  ".join(f"{score:6.3f}" for score in values["dev"])
+        print(f"  {side:<12} {chosen['learning_rate']:>7g} {chosen['epochs']:>6}   {scores}   "
+              f"{values['dev_mean']:.3f} +- {values['dev_std']:.3f}")
+    verdict = ("clearly better (at least 3 points and twice the standard error of the "
+               "difference)" if finetune["pretraining_clearly_helps"] else
+               "NOT clearly better than random initialization at this budget")
+    print(f"  pre-trained minus random init: {finetune['margin'] * 100:+.1f} points "
+          f"(majority label {finetune['dev_majority_share']:.3f}): pre-trained is {verdict}")
+    sizes = sorted(int(size) for size in finetune["pretrained"]["curve"])
+    print("Learning curve (dev " + metric + ", one seed a point):")
+    print(f"  {'labelled':<12} " + " ".join(f"{size:>6}" for size in sizes))
+    for side, values in sides.items():
+        print(f"  {side:<12} " + " ".join(f"{values['curve'][str(size)]:6.3f}" for size in sizes))
+
+
+def run_main_job(options):
+    """Runs (or resumes) every stage; writes `results.json`; returns {stage: result}."""
+    check_options(options)
+    paths = options.paths()
+    if not os.path.exists(os.path.join(paths["stages"], "data.json")):
+        stages_lib.check_inputs(options)
+    if not os.path.exists(os.path.join(paths["stages"], "finetune.json")):
+        stages_lib.check_finetune_inputs(options)
+    os.makedirs(paths["root"], exist_ok=True)
+    stages = stages_lib.Stages(paths["stages"])
+    functions = {"vocab": stages_lib.build_vocab_stage, "data": stages_lib.create_data_stage,
+                 "pretrain": stages_lib.pretrain_stage, "evaluate": stages_lib.evaluate_stage,
+                 "finetune": stages_lib.finetune_stage, "export": stages_lib.export_stage,
+                 "demo": demo_stage}
+    results = {name: stages.run(name, lambda f=functions[name]: f(options, paths)) for name in STAGES}
+    summary = results_summary(results)
+    write_text_atomic(paths["results"], json.dumps(summary, indent=2) + "\n")
+
+    print("\nMasked-word predictions of the reloaded SavedModels (top 5):")
+    for line in results["demo"]["predictions"]:
+        print("  " + line)
+    print(f"\nThe reloaded {options.finetune_task} classifier on raw sentences:")
+    for line in results["demo"]["classifications"]:
+        print("  " + line)
+    pretrain = summary["pretrain"]
+    nsp = pretrain["heldout_nsp_accuracy"]
+    print(f"\nPre-training, held out: masked-LM accuracy {pretrain['heldout_mlm_accuracy']:.3f} "
+          f"(most frequent token {pretrain['most_frequent_token_share']:.3f}); " + (
+              f"next-sentence accuracy {nsp:.3f} (majority label "
+              f"{pretrain['nsp_majority_share']:.3f})" if nsp is not None
+              else "no next-sentence prediction"))
+    _print_comparison(summary["finetune"])
+    print(f"Learning curve plot: {paths['learning_curve']}")
+    print(f"{summary['seconds']['total']:.0f} s in all; everything is in {paths['root']} "
+          f"(figures in {paths['results']})")
+    return results

@@ -1,0 +1,122 @@
+"""The main job's settings (`MainJobOptions`), declared once: `bert-keras-main`'s flags are
+generated from these fields (`bert_keras.common.cli`); the fields without a flag are the
+library's.
+"""
+
+import dataclasses
+import os
+
+from bert_keras.common.cli import option
+from bert_keras.data.bundled import (DEFAULT_FINETUNE_DATA_DIR, DEFAULT_HELDOUT_FILE,
+                                     DEFAULT_TRAIN_FILE)
+from bert_keras.data.corpus import INPUT_FORMATS
+from bert_keras.distribution import STRATEGY_NAMES
+from bert_keras.optimization import DTYPE_OPTION
+
+# Sentences in the style of the bundled corpus (word-tokenized WikiText); [MASK] marks a word
+# to predict.
+DEFAULT_SENTENCES = (
+    "He was born [MASK] London , the son of a farmer .",
+    "It is one of the largest cities [MASK] the world .",
+    "The lobster is a species of [MASK] from the eastern Atlantic Ocean .",
+    "The [MASK] was built in the 19th century .",
+    "In 1914 , the war [MASK] out in Europe .",
+)
+# Movie-review sentences in the style of SST-2 (lower-cased, word-tokenized) for the classifier.
+DEFAULT_CLASSIFY_SENTENCES = (
+    "a charming , funny and moving film .",
+    "the plot is a mess and the acting is even worse .",
+    "one of the best films of the year .",
+    "a dull , tedious waste of two hours .",
+)
+# SST-2's labels are "0" and "1"; what they mean, for the printout.
+LABEL_MEANINGS = {"glue/sst2": {"0": "negative", "1": "positive"},
+                  "glue/cola": {"0": "unacceptable", "1": "acceptable"}}
+SINGLE_SENTENCE_TASKS = tuple(LABEL_MEANINGS)
+STAGES = ("vocab", "data", "pretrain", "evaluate", "finetune", "export", "demo")
+RESULTS_NAME = "results.json"
+
+
+@dataclasses.dataclass
+class MainJobOptions:
+    """Settings of the main job; the defaults fit a 2-core CPU in a few minutes."""
+
+    work_dir: str = option("bert_keras_work", "Where every output goes; a rerun resumes.")
+    input_files: str = option(DEFAULT_TRAIN_FILE, "Training text: comma-separated files or globs "
+                              "(default: bundled WikiText).")
+    heldout_files: str = option(DEFAULT_HELDOUT_FILE, "Held-out text for evaluation.")
+    input_format: str = option("paragraphs", "paragraphs: one paragraph per line, ' = Title = ' "
+                               "starts a document; sentences: one sentence per line, blank line "
+                               "between documents.", choices=INPUT_FORMATS)
+    do_lower_case: bool = option(True, "Uncased vocabulary and model.")
+    vocab_size: int = option(5000, "WordPiece vocabulary size.")
+    preset: str = option("tiny", "Model size: tiny, mini, small, medium, base, large or "
+                         "L{layers}_H{hidden}.")
+    max_seq_length: int = option(32, "Sequence length.")
+    max_predictions_per_seq: int = option(5, "Masked positions per sequence.")
+    masked_lm_prob: float = option(0.15, "Share of the tokens to predict (at most "
+                                   "max_predictions_per_seq).")
+    dupe_factor: int = option(10, "Passes over the corpus with new masks.")
+    train_batch_size: int = option(128, "Global batch size.")
+    num_train_steps: int = option(800, "Pre-training steps.")
+    learning_rate: float = option(1e-3, "Peak learning rate.")
+    warmup_fraction: float = 0.05
+    save_checkpoints_steps: int = 500
+    steps_per_execution: int = 50
+    strategy: str = option("auto", "auto, tpu, gpu, multi_worker, mirrored or cpu.",
+                           choices=STRATEGY_NAMES)
+    mixed_precision: str = option(
+        "float32", "Pre-training compute dtype: float32, bfloat16 or float16 (variables stay "
+        "float32); auto: bfloat16 where the device computes it natively, else float32.",
+        **DTYPE_OPTION)
+    num_workers: int = option(0, "Processes for the data stage (0: one per core).")
+    random_seed: int = 12345
+    sentences: tuple = DEFAULT_SENTENCES
+    next_sentence: bool = option(True, "Pre-train with the next-sentence task as well as the "
+                                 "masked LM.")
+    finetune_task: str = option("glue/sst2", "Sentence classification task to fine-tune on.",
+                                choices=SINGLE_SENTENCE_TASKS)
+    finetune_data_dir: str = option(DEFAULT_FINETUNE_DATA_DIR, "Folder with the task's train.tsv and "
+                                    "dev.tsv (default: the bundled SST-2 sample).")
+    finetune_seq_length: int = option(48, "Fine-tuning sequence length.")
+    finetune_batch_size: int = 32
+    # The comparison of pre-trained and random initialization (`finetuning.transfer`): the
+    # labelled examples of the headline runs, the held-out training rows that choose each side's
+    # learning rate and epochs from the grid, the seeds and the learning curve's sizes.
+    finetune_train_examples: int = option(1000, "Labelled training examples of the headline "
+                                          "comparison (the first rows of train.tsv).")
+    finetune_selection_examples: int = option(500, "The last rows of train.tsv, held out to "
+                                              "choose each side's learning rate and epochs.")
+    finetune_learning_rates: tuple = option((1e-3, 3e-3), "Fine-tuning learning rates to choose "
+                                            "from (both sides).")
+    finetune_epochs: tuple = option((3, 6), "Fine-tuning epochs to choose from (both sides).")
+    finetune_seeds: tuple = option((1, 2, 3), "Fine-tuning seeds at the chosen setting (mean "
+                                   "and spread).")
+    learning_curve: tuple = option((100, 300, 1000), "Numbers of labelled examples of the "
+                                   "learning curve (3000 adds about 80 s).")
+    classify_sentences: tuple = DEFAULT_CLASSIFY_SENTENCES
+
+    def paths(self):
+        root = os.path.abspath(self.work_dir)
+        return {
+            "root": root,
+            "vocab": os.path.join(root, "vocab", "vocab.txt"),
+            "train_data": os.path.join(root, "data", "train"),
+            "heldout_data": os.path.join(root, "data", "heldout"),
+            "model": os.path.join(root, "model"),
+            "finetuned": os.path.join(root, "finetuned"),
+            "finetune_runs": os.path.join(root, "finetune_runs.json"),
+            "learning_curve": os.path.join(root, "learning_curve.png"),
+            "preprocessor": os.path.join(root, "export", "preprocessor"),
+            "encoder": os.path.join(root, "export", "encoder"),
+            "classifier": os.path.join(root, "export", "classifier"),
+            "stages": os.path.join(root, "stages"),
+            "results": os.path.join(root, RESULTS_NAME),
+        }
+
+
+def check_options(options):
+    """ValueError for settings the job cannot run with."""
+    if options.finetune_task not in SINGLE_SENTENCE_TASKS:
+        raise ValueError(f"finetune_task must be one of {SINGLE_SENTENCE_TASKS} (a single-sentence "
+                         f"classification task, for the raw-text demo), got {options.finetune_task!r}")

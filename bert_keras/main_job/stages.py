@@ -1,0 +1,260 @@
+"""The main job's stages, each a library function of this package that leaves its output under
+the work directory (see `bert_keras.main_job`), and the record of finished stages that lets a
+rerun resume.
+"""
+
+import glob
+import json
+import os
+import time
+
+from bert_keras.common.files import write_text_atomic
+from bert_keras.main_job.options import STAGES
+
+def _files(pattern_list):
+    files = []
+    for pattern in str(pattern_list).split(","):
+        pattern = pattern.strip()
+        if pattern:
+            matched = sorted(glob.glob(pattern))
+            if not matched:
+                raise FileNotFoundError(f"no file matches {pattern!r}")
+            files.extend(matched)
+    return files
+
+
+class Stages:
+    """Records finished stages in `stages/<name>.json` and prints a header per stage."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        os.makedirs(directory, exist_ok=True)
+
+    def _path(self, name):
+        return os.path.join(self.directory, f"{name}.json")
+
+    def done(self, name):
+        path = self._path(name)
+        if not os.path.exists(path):
+            return None
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+
+    def run(self, name, function):
+        number = STAGES.index(name) + 1
+        finished = self.done(name)
+        if finished is not None:
+            print(f"[{number}/{len(STAGES)}] {name}: already done ({finished.get('summary', '')})",
+                  flush=True)
+            return finished
+        print(f"[{number}/{len(STAGES)}] {name} ...", flush=True)
+        start = time.time()
+        result = function()
+        result["seconds"] = round(time.time() - start, 1)
+        write_text_atomic(self._path(name), json.dumps(result, indent=2, sort_keys=True) + "\n")
+        print(f"[{number}/{len(STAGES)}] {name}: done in {result['seconds']:.0f}s "
+              f"({result.get('summary', '')})", flush=True)
+        return result
+
+
+def check_inputs(options):
+    """Checks the training and held-out text before anything is written (`CorpusError`)."""
+    from bert_keras.data.corpus import check_corpus_files
+
+    check_corpus_files(_files(options.input_files), options.input_format)
+    check_corpus_files(_files(options.heldout_files), options.input_format)
+
+
+def check_finetune_inputs(options):
+    """Checks the labelled task files against the comparison's settings before anything is
+    written: enough rows for the headline, the curve and the held-out selection rows, and both
+    labels among the headline rows (ValueError naming the file or the setting)."""
+    from bert_keras.finetuning.tasks import glue
+
+    from bert_keras.finetuning.catalog import parse_task_name
+
+    name = parse_task_name(options.finetune_task).glue_task
+    examples = glue.read_glue_examples(name, options.finetune_data_dir, "train")
+    source = glue.split_path(name, options.finetune_data_dir, "train")
+    transfer_options(options).check(len(examples), source,
+                                    [example.label for example in examples])
+    glue.read_glue_examples(name, options.finetune_data_dir, "dev")
+
+
+def build_vocab_stage(options, paths):
+    from bert_keras.text import vocab_builder
+
+    tokens = vocab_builder.build_vocabulary(_files(options.input_files), options.vocab_size,
+                                            lower_case=options.do_lower_case)
+    os.makedirs(os.path.dirname(paths["vocab"]), exist_ok=True)
+    vocab_builder.write_vocabulary(tokens, paths["vocab"])
+    return {"summary": f"{len(tokens)} tokens in {paths['vocab']}", "vocab_size": len(tokens)}
+
+
+def create_data_stage(options, paths):
+    from bert_keras.data import instances as pretraining_data
+    from bert_keras.data import pipeline as pretraining_pipeline
+
+    instance_options = pretraining_data.InstanceOptions(
+        max_seq_length=options.max_seq_length,
+        max_predictions_per_seq=options.max_predictions_per_seq,
+        masked_lm_prob=options.masked_lm_prob, dupe_factor=options.dupe_factor)
+    results = {}
+    for split, files, shards in (("train", options.input_files, 4), ("heldout", options.heldout_files, 1)):
+        config = pretraining_pipeline.PipelineConfig(
+            input_files=_files(files), vocab_file=paths["vocab"], output_dir=paths[f"{split}_data"],
+            do_lower_case=options.do_lower_case, options=instance_options,
+            random_seed=options.random_seed + (split == "heldout"), num_output_shards=shards,
+            num_workers=options.num_workers, input_format=options.input_format)
+        stats = pretraining_pipeline.run(config)
+        results[split] = {"instances": stats.get("instances"), "documents": stats.get("documents")}
+    summary = ", ".join(f"{split}: {value['instances']} instances" for split, value in results.items())
+    return {"summary": summary, **results}
+
+
+def _pretraining_options(options, paths, **overrides):
+    from bert_keras.pretraining.run import PretrainingOptions
+
+    values = dict(
+        input_files=os.path.join(paths["train_data"], "*.tfrecord"), output_dir=paths["model"],
+        config=options.preset, vocab_file=paths["vocab"], do_lower_case=options.do_lower_case,
+        strategy=options.strategy, train_batch_size=options.train_batch_size,
+        eval_batch_size=options.train_batch_size, max_seq_length=options.max_seq_length,
+        max_predictions_per_seq=options.max_predictions_per_seq,
+        num_train_steps=options.num_train_steps,
+        num_warmup_steps=int(options.num_train_steps * options.warmup_fraction),
+        learning_rate=options.learning_rate, save_checkpoints_steps=options.save_checkpoints_steps,
+        steps_per_execution=options.steps_per_execution,
+        mixed_precision=options.mixed_precision, seed=options.random_seed,
+        next_sentence=options.next_sentence)
+    values.update(overrides)
+    return PretrainingOptions(**values)
+
+
+def pretrain_stage(options, paths):
+    from bert_keras.pretraining import run as pretraining
+
+    result = pretraining.run_pretraining(_pretraining_options(options, paths))
+    summary = f"{options.num_train_steps} steps of a {options.preset} BERT, model directory {paths['model']}"
+    return {"summary": summary, "result": _jsonable(result)}
+
+
+def evaluate_stage(options, paths):
+    from bert_keras.pretraining import run as pretraining
+
+    from bert_keras.pretraining.baselines import compute_baselines
+
+    heldout = os.path.join(paths["heldout_data"], "*.tfrecord")
+    results = _jsonable(pretraining.evaluate(_pretraining_options(
+        options, paths, mode="eval", input_files=heldout)))
+    baselines = compute_baselines(os.path.join(paths["train_data"], "*.tfrecord"), heldout,
+                                  options.max_seq_length, options.max_predictions_per_seq)
+    summary = (f"held-out masked_lm_accuracy {results['masked_lm_accuracy']:.3f} (most frequent "
+               f"token {baselines['unigram_mlm_accuracy']:.3f})")
+    if "next_sentence_accuracy" in results:
+        summary += (f", next_sentence_accuracy {results['next_sentence_accuracy']:.3f} (majority "
+                    f"label {baselines['nsp_majority_share']:.3f})")
+    return {"summary": summary, "results": results, "baselines": baselines}
+
+
+def transfer_options(options):
+    """The `finetuning.transfer.TransferOptions` of the job's options."""
+    from bert_keras.finetuning.transfer import TransferOptions
+
+    return TransferOptions(
+        num_train_examples=options.finetune_train_examples,
+        selection_examples=options.finetune_selection_examples,
+        learning_rates=tuple(float(v) for v in options.finetune_learning_rates),
+        epochs=tuple(int(v) for v in options.finetune_epochs),
+        seeds=tuple(int(v) for v in options.finetune_seeds),
+        curve_examples=tuple(int(v) for v in options.learning_curve),
+        train_batch_size=options.finetune_batch_size)
+
+
+def compare_finetuning(options, model_dir, initial_weights, state_path=None, log=print):
+    """Fine-tunes each of `initial_weights` ({side: weights}) on the job's task with the same
+    grid, seeds and budget (`finetuning.transfer.compare_initializations`); returns
+    (result, sweep), the sweep holding the model of the last run."""
+    from bert_keras.finetuning.sweep import FinetuningSweep
+    from bert_keras.finetuning.task import FinetuningOptions, get_task
+    from bert_keras.finetuning.transfer import compare_initializations
+    from bert_keras.modeldir import model_dir as model_dir_lib
+
+    task = get_task(options.finetune_task, options.finetune_data_dir, model_dir,
+                    FinetuningOptions(max_seq_length=options.finetune_seq_length))
+    config = model_dir_lib.read_config(model_dir)
+    sweep = FinetuningSweep(task, config, options.finetune_batch_size)
+    result = compare_initializations(task, config, initial_weights, transfer_options(options),
+                                     state_path=state_path, log=log, sweep=sweep)
+    return result, sweep
+
+
+PRETRAINED, RANDOM_INIT = "pre-trained", "random init"
+
+
+def finetune_stage(options, paths):
+    from bert_keras.finetuning.sweep import random_encoder_weights, subset
+    from bert_keras.finetuning.task_models import save_task_model_dir
+    from bert_keras.finetuning.transfer import clearly_better, plot_learning_curve
+    from bert_keras.modeldir import model_dir as model_dir_lib
+
+    config = model_dir_lib.read_config(paths["model"])
+    pretrained = model_dir_lib.read_weights(paths["model"])
+    initial = {PRETRAINED: pretrained,
+               RANDOM_INIT: random_encoder_weights(config, options.random_seed)}
+    result, sweep = compare_finetuning(options, paths["model"], initial, paths["finetune_runs"])
+    plot_learning_curve(result, paths["learning_curve"],
+                        f"{options.finetune_task}: {options.preset} BERT, pre-trained vs not")
+
+    # The model directory that is exported and served: the pre-trained side at its chosen
+    # setting, first seed, on the headline examples.
+    chosen = result["sides"][PRETRAINED]["chosen"]
+    train = sweep.task.load("train", training=True)
+    sweep.run(pretrained, subset(train, range(options.finetune_train_examples)),
+              chosen["learning_rate"], chosen["epochs"], options.finetune_seeds[0])
+    save_task_model_dir(sweep.model, paths["finetuned"], config, sweep.task.vocab,
+                        sweep.task.do_lower_case, sweep.task.task_config())
+
+    pre, rand = result["sides"][PRETRAINED], result["sides"][RANDOM_INIT]
+    margin = pre["dev_mean"] - rand["dev_mean"]
+    helps = clearly_better(result, PRETRAINED, RANDOM_INIT)
+    summary = (f"dev {result['metric']} {pre['dev_mean']:.3f} +- {pre['dev_std']:.3f} pre-trained, "
+               f"{rand['dev_mean']:.3f} +- {rand['dev_std']:.3f} from random initialization "
+               f"({margin * 100:+.1f} points; {len(pre['dev'])} seeds, "
+               f"{options.finetune_train_examples} labelled examples)")
+    return {"summary": summary, **_jsonable(result), "margin": margin,
+            "pretraining_clearly_helps": helps}
+
+
+def write_random_init_model_dir(model_dir, output_dir, seed):
+    """A model directory with `model_dir`'s config and vocabulary and freshly initialized weights
+    (BERT's truncated normal, std `initializer_range`), to fine-tune without pre-training."""
+    from bert_keras.finetuning.sweep import random_encoder_weights
+    from bert_keras.modeldir import model_dir as model_dir_lib
+
+    config = model_dir_lib.read_config(model_dir)
+    model_dir_lib.write_model_dir(
+        output_dir, config, model_dir_lib.read_vocab(model_dir, config),
+        model_dir_lib.read_do_lower_case(model_dir), random_encoder_weights(config, seed))
+
+
+def export_stage(options, paths):
+    from bert_keras.export import export_from_model_dir
+
+    export_from_model_dir("preprocessor", paths["model"], paths["preprocessor"],
+                          seq_length=options.max_seq_length)
+    export_from_model_dir("encoder", paths["model"], paths["encoder"])
+    export_from_model_dir("task", paths["finetuned"], paths["classifier"])
+    return {"summary": f"SavedModels in {os.path.dirname(paths['preprocessor'])}"}
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
