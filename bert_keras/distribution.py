@@ -24,13 +24,15 @@ import os
 
 from absl import logging
 
+from bert_keras.common.errors import BertKerasError
+
 STRATEGY_NAMES = ("auto", "tpu", "gpu", "multi_worker", "mirrored", "cpu")
 
 _TPU_ENVIRONMENT = ("TPU_NAME", "COLAB_TPU_ADDR", "TPU_ACCELERATOR_TYPE")
 _TPU_VM_DEVICES = ("/dev/accel0", "/dev/vfio/0")
 
 
-class StrategyError(ValueError):
+class StrategyError(BertKerasError):
     """The requested strategy cannot be created on this machine."""
 
 
@@ -180,6 +182,22 @@ def task_id(strategy):
     return getattr(resolver, "task_id", 0) or 0
 
 
-__all__ = ["STRATEGY_NAMES", "StrategyError", "resolve_strategy", "choose_strategy_kind",
+def strategy_option(default="auto"):
+    """The `--strategy` option of every training tool (`bert_keras.common.cli.option`)."""
+    from bert_keras.common.cli import option
+
+    return option(default, "Distribution strategy. auto: a TPU if reachable, else TF_CONFIG's "
+                  "workers, else all GPUs, else the default device. mirrored: MirroredStrategy "
+                  "over GPUs, or the logical CPUs.", choices=STRATEGY_NAMES)
+
+
+def tpu_option():
+    """The `--tpu` option of every training tool."""
+    from bert_keras.common.cli import option
+
+    return option(None, "TPU address for TPUClusterResolver ('local' on a TPU VM or Colab).")
+
+
+__all__ = ["strategy_option", "tpu_option", "STRATEGY_NAMES", "StrategyError", "resolve_strategy", "choose_strategy_kind",
            "split_cpu", "tpu_is_likely_reachable", "tf_config_cluster_size", "is_tpu_strategy",
            "is_chief", "task_id"]

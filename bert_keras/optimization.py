@@ -469,10 +469,17 @@ def accumulate_gradients(compute_loss, batch, variables, num_micro_batches=1, ji
     return grads, stats
 
 
-# The compute dtype as every tool takes it (`common.cli.option` keywords of a `mixed_precision`
-# field): `--dtype`, "auto" on the command line, the policy name in the options.
-DTYPE_OPTION = dict(flag="dtype", choices=DTYPE_FLAG_VALUES, flag_default=AUTO_DTYPE,
-                    from_flag=mixed_precision_policy, aliases=("mixed_precision",))
+def dtype_option(default="float32", help="Compute dtype (variables stay float32; layer norms "
+                 "and softmax compute in float32). auto: bfloat16 on TPUs, GPUs of compute "
+                 "capability 8.0+ and CPUs with bf16 units (avx512_bf16, AMX), float32 elsewhere; "
+                 "float16 for older GPUs (with loss scaling)."):
+    """The compute dtype as every training tool takes it: the flag `--dtype` ("auto" on the
+    command line), the Keras policy name in the options field (`mixed_precision`)."""
+    from bert_keras.common.cli import option
+
+    return option(default, help, flag="dtype", choices=DTYPE_FLAG_VALUES,
+                  flag_default=AUTO_DTYPE, from_flag=mixed_precision_policy,
+                  aliases=("mixed_precision",))
 
 
 __all__ = ["WarmupLinearDecay", "AdamWeightDecay", "Lamb", "create_optimizer", "no_decay_variables",

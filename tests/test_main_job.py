@@ -230,7 +230,7 @@ def test_the_comparison_with_a_random_model_as_the_pre_trained_one(finished_job,
     options, _ = finished_job
     options = dataclasses.replace(options, work_dir=str(tmp_path / "work"), learning_curve=(1000,))
     paths = options.paths()
-    seed = options.random_seed if pretrained_seed is None else pretrained_seed
+    seed = options.seed if pretrained_seed is None else pretrained_seed
     main_job.write_random_init_model_dir(finished_job[0].paths()["model"], paths["model"], seed)
     result = main_job.finetune_stage(options, paths)
     pre, rand = result["sides"][main_job.PRETRAINED], result["sides"][main_job.RANDOM_INIT]

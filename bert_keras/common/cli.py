@@ -61,6 +61,21 @@ def options_of(options_class):
             if _KEY in field.metadata]
 
 
+# Options that several tools share, declared here once (their owners declare the rest:
+# `distribution.strategy_option`, `optimization.dtype_option`).
+def do_lower_case_option(help="Lower-case and strip accents: an uncased vocabulary, as the "
+                              "original's default; --nodo_lower_case for a cased one."):
+    return option(True, help, aliases=("lower_case",))
+
+
+def max_seq_length_option(default=128, help="Wordpieces per sequence, [CLS] and [SEP] included."):
+    return option(default, help)
+
+
+def seed_option(default=12345, help="Random seed."):
+    return option(default, help, aliases=("random_seed",))
+
+
 def _flag_name(field, spec):
     return spec["flag"] or field.name
 
@@ -183,5 +198,5 @@ def run_tool(tool, main):
     app.run(lambda argv: sys.exit(report_errors(tool, main)))
 
 
-__all__ = ["option", "options_of", "define_flags", "flag_values_of", "options_from_flags",
+__all__ = ["option", "do_lower_case_option", "max_seq_length_option", "seed_option", "options_of", "define_flags", "flag_values_of", "options_from_flags",
            "expand_files", "report_errors", "run_tool"]

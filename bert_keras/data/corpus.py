@@ -33,6 +33,8 @@ Example:
 import dataclasses
 import re
 
+from bert_keras.common.errors import BertKerasError
+
 INPUT_FORMATS = ("sentences", "paragraphs")
 UTF8_ERRORS = ("replace", "skip")
 
@@ -124,7 +126,7 @@ def iter_documents(files, input_format, utf8_errors="replace", stats=None):
             yield document
 
 
-class CorpusError(ValueError):
+class CorpusError(BertKerasError):
     """An input file that cannot be a pre-training corpus (empty, binary, one document)."""
 
 

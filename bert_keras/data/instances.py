@@ -42,6 +42,8 @@ import random
 
 import numpy as np
 
+from bert_keras.common import cli
+from bert_keras.common.cli import option
 from bert_keras.data import masking
 from bert_keras.text.truncation import truncated_pair_lengths
 
@@ -50,12 +52,16 @@ from bert_keras.text.truncation import truncated_pair_lengths
 class InstanceOptions:
     """The original tool's instance flags, with its defaults."""
 
-    max_seq_length: int = 128
-    max_predictions_per_seq: int = 20
-    masked_lm_prob: float = 0.15
-    short_seq_prob: float = 0.1
-    dupe_factor: int = 10
-    do_whole_word_mask: bool = False
+    max_seq_length: int = cli.max_seq_length_option(128, "Maximum sequence length.")
+    max_predictions_per_seq: int = option(20, "Maximum number of masked LM predictions per "
+                                          "sequence.")
+    masked_lm_prob: float = option(0.15, "Masked LM probability.")
+    short_seq_prob: float = option(0.1, "Probability of creating sequences shorter than the "
+                                   "maximum length.")
+    dupe_factor: int = option(10, "Number of times to duplicate the input data (with different "
+                              "masks).")
+    do_whole_word_mask: bool = option(False, "Mask whole words (a word and its ## pieces) "
+                                      "instead of single WordPieces.")
 
     def validate(self):
         # [CLS] a [SEP] b [SEP] needs at least one token on each side.

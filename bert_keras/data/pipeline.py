@@ -20,7 +20,7 @@ The work is in two phases (the units of work are in `bert_keras.data.workers`):
 
 Memory is one block per worker (and at most two blocks per worker in flight) in phase 1 and a
 bounded read buffer in phase 2, whatever the corpus size. Every random draw is seeded from
-(`random_seed`, task, block or shard index), so the output is byte-identical for any number of
+(`seed`, task, block or shard index), so the output is byte-identical for any number of
 workers. Every file is written under a temporary name and renamed when complete, and a rerun
 continues from the completed token stores, blocks and shards.
 """
@@ -39,9 +39,13 @@ from concurrent import futures
 
 import numpy as np
 
+from bert_keras.common.errors import BertKerasError
+from bert_keras.common import cli
+from bert_keras.common.cli import option
+from bert_keras.common.files import write_atomic
 from bert_keras.data import corpus as pretraining_corpus
 from bert_keras.data import instances as pretraining_data
-from bert_keras.common.files import write_atomic
+from bert_keras.data.corpus import INPUT_FORMATS, UTF8_ERRORS
 from bert_keras.data import token_store
 from bert_keras.data.workers import (BlockFile, block_path, init_worker, manifest_path,
                                      merge_shard, process_block, shard_path, stats_path,
@@ -51,7 +55,7 @@ from bert_keras.text.vocab import Vocabulary
 DEFAULT_TOKENIZER = "bert_keras.data.pipeline:bert_tokenizer"
 
 
-class PipelineError(RuntimeError):
+class PipelineError(BertKerasError, RuntimeError):
     """The inputs, flags or output directory do not allow writing pre-training data."""
 
 
@@ -63,21 +67,34 @@ class PipelineConfig:
     between 256 KiB and 1 MiB.
     """
 
-    input_files: list
-    vocab_file: str
-    output_dir: str
-    do_lower_case: bool = True
+    input_files: list = option(None, "Input raw text file(s): a comma-separated list of files or "
+                               "globs.", aliases=("input_file",), required=True,
+                               from_flag=cli.expand_files)
+    vocab_file: str = option(None, "The WordPiece vocabulary (vocab.txt).", required=True)
+    output_dir: str = option(None, "Directory for the TFRecord shards, stats.json and "
+                             "manifest.json.", required=True)
+    do_lower_case: bool = cli.do_lower_case_option()
     options: pretraining_data.InstanceOptions = pretraining_data.InstanceOptions()
-    random_seed: int = 12345
-    num_output_shards: int = 16
-    num_workers: int = 0
-    input_format: str = "sentences"
-    task_index: int = 0
-    num_tasks: int = 1
-    block_bytes: int = 0
-    utf8_errors: str = "replace"
+    seed: int = cli.seed_option(12345, "Random seed for data generation.")
+    num_output_shards: int = option(16, "TFRecord files to write (per task).")
+    num_workers: int = option(0, "Worker processes; 0 = one per CPU core. The output does not "
+                              "depend on it.")
+    input_format: str = option(
+        "sentences", "sentences: one sentence per line, blank line between documents (the "
+        "original format). paragraphs: one paragraph per line, sentences split by the tool; "
+        "' = Title = ' lines start a new document.", choices=INPUT_FORMATS)
+    task_index: int = option(0, "This copy's index among --num_tasks.")
+    num_tasks: int = option(1, "Copies of this tool sharing the input files (each takes every "
+                            "num_tasks-th file).")
+    block_bytes: int = option(
+        0, "Text per unit of work, in KiB (whole documents; only a document this large is cut). "
+        "0: about 1/100 of the input, between 256 KiB and 1 MiB. Random-next segments come from "
+        "any document of the same input file, whatever the block.", flag="block_size_kib",
+        from_flag=lambda kib: kib * 1024)
+    utf8_errors: str = option("replace", "Lines that are not valid UTF-8: decode with U+FFFD, or "
+                              "skip.", choices=UTF8_ERRORS)
     tokenizer: str = DEFAULT_TOKENIZER
-    progress: bool = True
+    progress: bool = option(True, "Show a progress bar and the statistics.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,7 +181,7 @@ def _manifest(config, files, block_bytes):
         "vocab_sha256": _file_digest(config.vocab_file),
         "do_lower_case": config.do_lower_case,
         "options": dataclasses.asdict(config.options),
-        "random_seed": config.random_seed,
+        "random_seed": config.seed,
         "num_output_shards": config.num_output_shards,
         "input_format": config.input_format,
         "task_index": config.task_index,

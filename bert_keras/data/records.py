@@ -28,13 +28,15 @@ import os
 
 import numpy as np
 
+from bert_keras.common.errors import BertKerasError
+
 SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
 PREDICTION_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
 FEATURE_NAMES = SEQUENCE_FEATURES + PREDICTION_FEATURES + ("next_sentence_labels",)
 FLOAT_FEATURES = ("masked_lm_weights",)
 
 
-class RecordsError(ValueError):
+class RecordsError(BertKerasError):
     """Pre-training records are missing, unreadable, or do not match the flags."""
 
 

@@ -17,6 +17,7 @@ import struct
 
 import numpy as np
 
+from bert_keras.common.errors import BertKerasError
 from bert_keras.common.files import write_atomic
 from bert_keras.data import instances as pretraining_data
 from bert_keras.data import records as pretraining_records
@@ -31,7 +32,7 @@ _TOKENIZE_BATCH = 8192
 _ENCODE_BATCH = 4096
 
 
-class WorkFileError(RuntimeError):
+class WorkFileError(BertKerasError, RuntimeError):
     """A block work file is damaged."""
 
 
@@ -128,7 +129,7 @@ def process_block(index, key, first_document, end_document, counts):
     store = _token_store(key[0])
     documents = store.documents(first_document, end_document)
     # (7, 7) can be no (task, num_tasks) pair of the shard seeds below: the streams stay apart.
-    seed = [config.random_seed, 7, 7, *key]
+    seed = [config.seed, 7, 7, *key]
     batch = pretraining_data.create_instances(documents, options, _WORKER["special"], seed,
                                               pool=store, first_document=first_document)
     n = len(batch)
@@ -240,7 +241,7 @@ def merge_shard(shard, block_paths):
     parts = [_ShardPart(block, shard, chunk_bytes) for block in blocks]
     remaining = np.array([len(part) for part in parts], np.int64)
     rng = np.random.default_rng(np.random.SeedSequence(
-        [config.random_seed, config.task_index, config.num_tasks, 1, shard]))
+        [config.seed, config.task_index, config.num_tasks, 1, shard]))
     final = shard_path(config, shard)
     temporary = os.path.join(work_dir(config), os.path.basename(final) + ".incomplete")
     written = 0

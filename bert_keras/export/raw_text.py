@@ -12,12 +12,14 @@ Example:
 
 import tensorflow as tf
 
+from bert_keras.common.errors import BertKerasError
+
 NEG_INF = -1e30  # the score of impossible choices
 # Sequences are cut to the batch's longest, rounded up to a multiple of this.
 LENGTH_MULTIPLE = 16
 
 
-class TaskExportError(ValueError):
+class TaskExportError(BertKerasError):
     """A fine-tuned model directory cannot be exported as a raw-text task model."""
 
 

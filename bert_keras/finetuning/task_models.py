@@ -30,6 +30,7 @@ Example:
 import keras
 from keras import ops
 
+from bert_keras.common.errors import BertKerasError
 from bert_keras.model import checkpoint_names
 from bert_keras.model.config import BertConfig
 from bert_keras.model.encoder import build_encoder, encoder_inputs, INPUT_NAMES
@@ -51,7 +52,7 @@ HEADS = {
 }
 
 
-class TaskModelError(ValueError):
+class TaskModelError(BertKerasError):
     """A fine-tuned model directory or a model request is inconsistent."""
 
 

@@ -6,12 +6,13 @@ library's.
 import dataclasses
 import os
 
+from bert_keras.common import cli
 from bert_keras.common.cli import option
 from bert_keras.data.bundled import (DEFAULT_FINETUNE_DATA_DIR, DEFAULT_HELDOUT_FILE,
                                      DEFAULT_TRAIN_FILE)
 from bert_keras.data.corpus import INPUT_FORMATS
-from bert_keras.distribution import STRATEGY_NAMES
-from bert_keras.optimization import DTYPE_OPTION
+from bert_keras.distribution import strategy_option
+from bert_keras.optimization import dtype_option
 
 # Sentences in the style of the bundled corpus (word-tokenized WikiText); [MASK] marks a word
 # to predict.
@@ -48,11 +49,11 @@ class MainJobOptions:
     input_format: str = option("paragraphs", "paragraphs: one paragraph per line, ' = Title = ' "
                                "starts a document; sentences: one sentence per line, blank line "
                                "between documents.", choices=INPUT_FORMATS)
-    do_lower_case: bool = option(True, "Uncased vocabulary and model.")
+    do_lower_case: bool = cli.do_lower_case_option("Uncased vocabulary and model.")
     vocab_size: int = option(5000, "WordPiece vocabulary size.")
     preset: str = option("tiny", "Model size: tiny, mini, small, medium, base, large or "
                          "L{layers}_H{hidden}.")
-    max_seq_length: int = option(32, "Sequence length.")
+    max_seq_length: int = cli.max_seq_length_option(32, "Pre-training sequence length.")
     max_predictions_per_seq: int = option(5, "Masked positions per sequence.")
     masked_lm_prob: float = option(0.15, "Share of the tokens to predict (at most "
                                    "max_predictions_per_seq).")
@@ -63,14 +64,13 @@ class MainJobOptions:
     warmup_fraction: float = 0.05
     save_checkpoints_steps: int = 500
     steps_per_execution: int = 50
-    strategy: str = option("auto", "auto, tpu, gpu, multi_worker, mirrored or cpu.",
-                           choices=STRATEGY_NAMES)
-    mixed_precision: str = option(
+    strategy: str = strategy_option()
+    mixed_precision: str = dtype_option(
         "float32", "Pre-training compute dtype: float32, bfloat16 or float16 (variables stay "
-        "float32); auto: bfloat16 where the device computes it natively, else float32.",
-        **DTYPE_OPTION)
+        "float32); auto: bfloat16 where the device computes it natively, else float32.")
     num_workers: int = option(0, "Processes for the data stage (0: one per core).")
-    random_seed: int = 12345
+    seed: int = cli.seed_option(12345, "Seed of the data, the pre-training and the random "
+                                "initialization it is compared with.")
     sentences: tuple = DEFAULT_SENTENCES
     next_sentence: bool = option(True, "Pre-train with the next-sentence task as well as the "
                                  "masked LM.")

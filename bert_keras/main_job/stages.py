@@ -104,7 +104,7 @@ def create_data_stage(options, paths):
         config = pretraining_pipeline.PipelineConfig(
             input_files=_files(files), vocab_file=paths["vocab"], output_dir=paths[f"{split}_data"],
             do_lower_case=options.do_lower_case, options=instance_options,
-            random_seed=options.random_seed + (split == "heldout"), num_output_shards=shards,
+            seed=options.seed + (split == "heldout"), num_output_shards=shards,
             num_workers=options.num_workers, input_format=options.input_format)
         stats = pretraining_pipeline.run(config)
         results[split] = {"instances": stats.get("instances"), "documents": stats.get("documents")}
@@ -125,7 +125,7 @@ def _pretraining_options(options, paths, **overrides):
         num_warmup_steps=int(options.num_train_steps * options.warmup_fraction),
         learning_rate=options.learning_rate, save_checkpoints_steps=options.save_checkpoints_steps,
         steps_per_execution=options.steps_per_execution,
-        mixed_precision=options.mixed_precision, seed=options.random_seed,
+        mixed_precision=options.mixed_precision, seed=options.seed,
         next_sentence=options.next_sentence)
     values.update(overrides)
     return PretrainingOptions(**values)
@@ -201,7 +201,7 @@ def finetune_stage(options, paths):
     config = model_dir_lib.read_config(paths["model"])
     pretrained = model_dir_lib.read_weights(paths["model"])
     initial = {PRETRAINED: pretrained,
-               RANDOM_INIT: random_encoder_weights(config, options.random_seed)}
+               RANDOM_INIT: random_encoder_weights(config, options.seed)}
     result, sweep = compare_finetuning(options, paths["model"], initial, paths["finetune_runs"])
     plot_learning_curve(result, paths["learning_curve"],
                         f"{options.finetune_task}: {options.preset} BERT, pre-trained vs not")

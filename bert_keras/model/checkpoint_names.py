@@ -7,8 +7,10 @@ original shapes, so a model directory reads like an original checkpoint.
 
 import numpy as np
 
+from bert_keras.common.errors import BertKerasError
 
-class WeightsError(ValueError):
+
+class WeightsError(BertKerasError):
     """A checkpoint is missing a weight or holds one of the wrong shape."""
 
 

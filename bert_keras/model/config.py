@@ -15,6 +15,7 @@ import json
 import os
 import re
 
+from bert_keras.common.errors import BertKerasError
 from bert_keras.common.files import write_text_atomic
 
 # The published sizes of the original release (L = layers, H = hidden size).
@@ -33,7 +34,7 @@ _GRID_HIDDEN = (128, 256, 512, 768)
 SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_approximate", "relu", "tanh", "swish", "silu")
 
 
-class ConfigError(ValueError):
+class ConfigError(BertKerasError):
     """A configuration file is missing, malformed or inconsistent."""
 
 

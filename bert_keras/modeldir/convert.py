@@ -18,6 +18,7 @@ import re
 
 import numpy as np
 
+from bert_keras.common.errors import BertKerasError
 from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.model.checkpoint_names import (WeightsError, check_shapes, encoder_weight_shapes,
                                                pretraining_head_shapes)
@@ -25,7 +26,7 @@ from bert_keras.model.config import BertConfig
 from bert_keras.text.vocab import Vocabulary
 
 
-class ConversionError(ValueError):
+class ConversionError(BertKerasError):
     """A checkpoint cannot be converted; the message names the file."""
 
 

@@ -34,6 +34,7 @@ import os
 
 import numpy as np
 
+from bert_keras.common.errors import BertKerasError
 from bert_keras.common.files import atomic_path, write_json_atomic
 from bert_keras.model.config import BertConfig, ConfigError, _read_json
 from bert_keras.text.vocab import Vocabulary
@@ -47,7 +48,7 @@ TASK_CONFIG_NAME = "task_config.json"
 PRETRAINING_OPTIONS_NAME = "pretraining_options.json"
 
 
-class ModelDirError(ValueError):
+class ModelDirError(BertKerasError):
     """A model directory is incomplete or inconsistent."""
 
 

@@ -15,6 +15,7 @@ import dataclasses
 import os
 
 from bert_keras import distribution, optimization
+from bert_keras.common import cli
 from bert_keras.common.cli import option
 from bert_keras.common.errors import BertKerasError
 from bert_keras.model.config import BertConfig
@@ -58,20 +59,19 @@ class PretrainingOptions:
                             "L4_H256, ...) or a bert_config.json. With a preset, vocab_size is the "
                             "vocabulary's.", flag="preset", aliases=("config",))
     vocab_file: str = option(None, "The WordPiece vocabulary (with --preset).")
-    do_lower_case: bool = option(True, "Whether the vocabulary is uncased (written to the model "
-                                 "directory; with --init_model_dir its own setting is kept).")
+    do_lower_case: bool = cli.do_lower_case_option(
+        "Whether the vocabulary is uncased (written to the model directory; with "
+        "--init_model_dir its own setting is kept).")
     init_model_dir: str = option(None, "Start from this model directory (phase 1's output, or "
                                  "converted published weights) instead of --preset/--vocab_file.")
     mode: str = option("train", "train (or resume); eval: MLM/NSP accuracy and loss on "
                        "--input_files; export: write the model directory from the latest "
                        "checkpoint.", choices=MODES)
-    strategy: str = option("auto", "auto: a TPU if reachable, else TF_CONFIG's workers, else all "
-                           "GPUs, else the default device. mirrored: MirroredStrategy over GPUs, "
-                           "or the logical CPUs.", choices=distribution.STRATEGY_NAMES)
-    tpu: str = option(None, "TPU address for TPUClusterResolver ('local' on a TPU VM/Colab).")
+    strategy: str = distribution.strategy_option()
+    tpu: str = distribution.tpu_option()
     train_batch_size: int = option(32, "Global batch size (all replicas together).")
     eval_batch_size: int = option(32, "Global batch size for --mode=eval.")
-    max_seq_length: int = option(128, "Sequence length of the records.")
+    max_seq_length: int = cli.max_seq_length_option(128, "Sequence length of the records.")
     max_predictions_per_seq: int = option(20, "Masked LM predictions per record.")
     num_train_steps: int = option(100000, "Total training steps (the schedule's length).")
     num_warmup_steps: int = option(10000, "Linear warm-up steps.")
@@ -86,11 +86,7 @@ class PretrainingOptions:
         "--noadam_bias_correction is the original release's update (which learns far less at "
         "short budgets).")
     clip_norm: float = option(1.0, "Clip gradients to this global norm (0: no clipping).")
-    mixed_precision: str = option(
-        "float32", "Compute dtype (variables stay float32; layer norms and softmax compute in "
-        "float32). auto: bfloat16 on TPUs, GPUs of compute capability 8.0+ and CPUs with bf16 "
-        "units (avx512_bf16, AMX), float32 elsewhere; float16 for older GPUs (with loss "
-        "scaling).", **optimization.DTYPE_OPTION)
+    mixed_precision: str = optimization.dtype_option()
     gradient_accumulation_steps: int = option(1, "Split each replica's batch into this many "
                                               "micro-batches (for batches that do not fit in "
                                               "memory).")
@@ -105,8 +101,8 @@ class PretrainingOptions:
     dynamic_masking: bool = option(False, "Mask on the fly (a new mask each epoch); reads ordinary "
                                    "or unmasked records.")
     masked_lm_prob: float = option(0.15, "Masking rate for --dynamic_masking.")
-    seed: int = option(12345, "Seed of the initialization, the data order and dynamic masks.",
-                       aliases=("random_seed",))
+    seed: int = cli.seed_option(12345, "Seed of the initialization, the data order and dynamic "
+                                "masks.")
     shuffle_buffer_size: int = option(10000, "Records in the shuffle buffer.")
     skip_corrupt_records: bool = option(False, "Skip the unreadable rest of corrupt or truncated "
                                         "files (they are counted first) instead of stopping.")

@@ -13,11 +13,13 @@ Example:
 import os
 import re
 
+from bert_keras.common.errors import BertKerasError
+
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _UNUSED = re.compile(r"\[unused\d+\]")
 
 
-class VocabularyError(ValueError):
+class VocabularyError(BertKerasError):
     """A vocabulary file is missing, malformed or does not fit the model."""
 
 

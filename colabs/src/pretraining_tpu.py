@@ -206,7 +206,7 @@ for split, files, shards in (("train", corpus_files, 8), ("heldout", heldout_fil
     data_stats[split] = pretraining_pipeline.run(pretraining_pipeline.PipelineConfig(
         input_files=files, vocab_file=paths["vocab"], output_dir=paths[f"{split}_data"],
         do_lower_case=DO_LOWER_CASE, options=instance_options, input_format=INPUT_FORMAT,
-        num_output_shards=shards, random_seed=12345 + (split == "heldout"),
+        num_output_shards=shards, seed=12345 + (split == "heldout"),
         # Worker processes pay off on big corpora; the smoke test stays in this process.
         num_workers=1 if SMOKE else 0))
     print(f"{split}: {data_stats[split]['instances']:,} instances")

@@ -6,6 +6,8 @@ Nothing here imports TensorFlow at module level; `to_tf_dataset` imports it when
 import logging
 import os
 
+from bert_keras.common.errors import BertKerasError
+
 logger = logging.getLogger("bert_keras.finetuning.tasks")
 
 # Label id for positions that carry no label (wordpieces after the first, special tokens,
@@ -13,7 +15,7 @@ logger = logging.getLogger("bert_keras.finetuning.tasks")
 IGNORE_LABEL_ID = -100
 
 
-class DataFormatError(ValueError):
+class DataFormatError(BertKerasError):
     """An input data file is missing or does not follow its official format.
 
     The message names the file and, where there is one, the line.
