@@ -11,8 +11,7 @@ See docs/export.md.
 
 from bert_keras.export.encoder_export import (
     EncoderModule, build_encoder_module, export_encoder, export_encoder_from_model_dir)
-
-KINDS = ("preprocessor", "encoder", "task")
+from bert_keras.export.options import KINDS, ExportOptions
 
 
 def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="float32",
@@ -38,5 +37,5 @@ def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="f
     raise ValueError(f"unknown export kind {kind!r}; use one of {KINDS}")
 
 
-__all__ = ["EncoderModule", "build_encoder_module", "export_encoder",
+__all__ = ["ExportOptions", "EncoderModule", "build_encoder_module", "export_encoder",
            "export_encoder_from_model_dir", "export_from_model_dir", "KINDS"]

@@ -39,6 +39,8 @@ import keras
 import numpy as np
 
 from bert_keras import distribution, optimization
+from bert_keras.common import cli
+from bert_keras.common.cli import option
 from bert_keras.common.files import write_text_atomic
 from bert_keras.finetuning.task import FinetuningOptions, get_task
 from bert_keras.finetuning.task_models import TASK_PREFIX, save_task_model_dir, task_weight_map
@@ -51,6 +53,44 @@ logger = logging.getLogger("bert_keras.finetuning.run")
 
 EVAL_RESULTS_NAME = "eval_results.json"
 CHECKPOINT_DIR = "checkpoints"
+
+
+
+@dataclasses.dataclass
+class FinetuningRunOptions:
+    """What a fine-tuning run needs besides `FinetuningOptions`: the task, its data, the model
+    directories, the splits and the device (the arguments of `run_finetuning`; the command
+    line's flags come from here and from `FinetuningOptions`)."""
+
+    task: str = option(None, "glue/<cola|sst2|mrpc|stsb|qqp|mnli|qnli|rte|wnli>, squad_v1, "
+                       "squad_v2, swag or conll2003.", required=True)
+    data_dir: str = option(None, "Folder of the task's official files (for --use_tfds: the "
+                           "tensorflow-datasets data folder, or unset).")
+    init_model_dir: str = option(None, "Model directory to start from.", required=True)
+    output_dir: str = option(None, "Where the fine-tuned model directory and the results go.",
+                             required=True)
+    do_train: bool = option(True, "Fine-tune on the train split.")
+    do_eval: bool = option(True, "Evaluate on the dev split(s).")
+    do_predict: bool = option(False, "Write predictions for the test split(s).")
+    strategy: str = distribution.strategy_option()
+    tpu: str = distribution.tpu_option()
+    mixed_precision: str = optimization.dtype_option()
+    seed: int = cli.seed_option(42, "Random seed.")
+    steps_per_execution: int = option(1, "Training steps per compiled call (raise on TPUs).")
+    jit_compile: str = option("auto", "XLA; auto: on with a GPU.", choices=("auto", "true", "false"))
+
+    def run(self, **options):
+        """`run_finetuning` with these settings; `options`: fields of `FinetuningOptions`."""
+        strategy = distribution.resolve_strategy(self.strategy, tpu=self.tpu)
+        policy = optimization.mixed_precision_policy(
+            optimization.resolve_dtype(self.mixed_precision, strategy))
+        return run_finetuning(
+            self.task, self.data_dir, self.init_model_dir, self.output_dir,
+            do_train=self.do_train, do_eval=self.do_eval, do_predict=self.do_predict,
+            strategy=strategy, dtype=None if policy == "float32" else policy, seed=self.seed,
+            steps_per_execution=self.steps_per_execution,
+            jit_compile={"auto": None, "true": True, "false": False}[self.jit_compile],
+            **options)
 
 
 # ------------------------------------------------------------------------------ optimizer
@@ -318,6 +358,6 @@ def _summary(metrics):
                      if isinstance(value, (int, float)))
 
 
-__all__ = ["create_finetuning_optimizer", "make_dataset", "predict",
+__all__ = ["FinetuningRunOptions", "create_finetuning_optimizer", "make_dataset", "predict",
            "run_finetuning", "FinetuningResult", "FinetuningOptions", "DataFormatError",
            "EVAL_RESULTS_NAME"]

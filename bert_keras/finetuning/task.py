@@ -33,6 +33,8 @@ import os
 import keras
 import numpy as np
 
+from bert_keras.common import cli
+from bert_keras.common.cli import option
 from bert_keras.common.files import write_text_atomic
 from bert_keras.finetuning import catalog, task_models
 from bert_keras.finetuning.tasks import conll, encoding, glue, squad, squad_postprocess, swag
@@ -56,32 +58,41 @@ class FinetuningOptions:
     384, doc_stride 128, max_query_length 64; others max_seq_length 128.
     """
 
-    learning_rate: float = None
-    train_batch_size: int = None
-    eval_batch_size: int = 32
-    num_train_epochs: float = None
-    max_seq_length: int = None
-    warmup_proportion: float = 0.1
-    weight_decay: float = 0.01
+    learning_rate: float = option(None, "Peak learning rate (default: 2e-5 GLUE/SWAG, 5e-5 "
+                                  "SQuAD/CoNLL, 1e-3 --feature_based).")
+    train_batch_size: int = option(None, "Global batch size (default 32; SQuAD 2.0 48, SWAG 16).")
+    eval_batch_size: int = option(32, "Prediction batch size.")
+    num_train_epochs: int = option(None, "Epochs (default 3; SQuAD 2.0 2).")
+    max_seq_length: int = cli.max_seq_length_option(None, "Wordpieces per input (default 128; "
+                                                    "SQuAD 384).")
+    warmup_proportion: float = option(0.1, "Share of the steps with linear learning-rate "
+                                      "warm-up.")
+    weight_decay: float = option(0.01, "AdamW weight decay (not on biases and layer norms).")
     clip_norm: float = 1.0
-    dropout_rate: float = 0.1
+    dropout_rate: float = option(0.1, "Dropout before the task head.")
     # SQuAD
-    doc_stride: int = 128
-    max_query_length: int = 64
-    max_answer_length: int = 30
-    n_best_size: int = 20
-    null_score_diff_threshold: float = 0.0
+    doc_stride: int = option(128, "SQuAD: stride between context windows.")
+    max_query_length: int = option(64, "SQuAD: question wordpieces kept.")
+    max_answer_length: int = option(30, "SQuAD: longest answer, in wordpieces.")
+    n_best_size: int = option(20, "SQuAD: candidates in nbest_predictions.json.")
+    null_score_diff_threshold: float = option(
+        0.0, "SQuAD 2.0: predict no answer when the null odds exceed this (the best one on dev "
+        "is reported in eval_results.json).")
     # CoNLL-2003
-    feature_based: bool = False
-    feature_layers: int = 4
-    lstm_units: int = 768
+    feature_based: bool = option(False, "CoNLL-2003: the paper's feature-based approach (frozen "
+                                 "BERT, last four layers, two-layer BiLSTM).")
+    feature_layers: int = option(4, "--feature_based: hidden layers concatenated.")
+    lstm_units: int = option(768, "--feature_based: BiLSTM units per direction.")
     num_lstm_layers: int = 2
     # GLUE
-    use_tfds: bool = False
-    skip_malformed: bool = False
+    use_tfds: bool = option(False, "GLUE: read tensorflow-datasets glue/<task> (must be "
+                            "prepared already; never downloads).")
+    skip_malformed: bool = option(False, "GLUE: skip malformed rows with a warning instead of "
+                                  "stopping.")
     # Limits, for quick runs.
-    max_train_examples: int = None
-    max_eval_examples: int = None
+    max_train_examples: int = option(None, "Use only the first N training examples (quick "
+                                     "runs).")
+    max_eval_examples: int = option(None, "Evaluate only the first N examples.")
 
 
 # task family -> defaults applied where an option is None.

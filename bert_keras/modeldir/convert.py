@@ -12,12 +12,14 @@ Example:
 >>> convert_hf_checkpoint("all-MiniLM-L6-v2/", "models/minilm")  # doctest: +SKIP
 """
 
+import dataclasses
 import json
 import os
 import re
 
 import numpy as np
 
+from bert_keras.common.cli import option
 from bert_keras.common.errors import BertKerasError
 from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.model.checkpoint_names import (WeightsError, check_shapes, encoder_weight_shapes,
@@ -167,3 +169,23 @@ def convert_tf1_checkpoint(checkpoint_path, output_dir, do_lower_case=None):
     arrays = read_tf1_weights(checkpoint_path, config)
     model_dir_lib.write_model_dir(output_dir, config, vocab, do_lower_case, arrays)
     return config
+
+
+@dataclasses.dataclass
+class ConvertOptions:
+    """One conversion, as `tools/convert_checkpoint.py` takes it."""
+
+    format: str = option("hf", "hf: a Hugging Face BERT directory with model.safetensors; tf1: "
+                         "an original release checkpoint prefix.", choices=("hf", "tf1"))
+    input: str = option(None, "The input directory (hf) or checkpoint prefix (tf1).",
+                        required=True)
+    output_dir: str = option(None, "The model directory to write.", required=True)
+    do_lower_case: str = option("auto", "The vocabulary's casing; auto reads "
+                                "tokenizer_config.json or infers it from the vocabulary.",
+                                choices=("auto", "true", "false"))
+
+    def convert(self):
+        """Writes the model directory; returns its `BertConfig`."""
+        lower = {"auto": None, "true": True, "false": False}[self.do_lower_case]
+        convert = convert_hf_checkpoint if self.format == "hf" else convert_tf1_checkpoint
+        return convert(self.input, self.output_dir, do_lower_case=lower)

@@ -1,0 +1,46 @@
+"""The settings of one export (`ExportOptions`), declared once; `tools/export_savedmodel.py`'s
+flags come from them.
+
+A SavedModel is float32 unless bfloat16 is asked for: an export must not depend on the CPU
+that wrote it (`dtype="auto"` picks bfloat16 only where the exporting machine computes it
+natively, for a model served on that same kind of machine).
+"""
+
+import dataclasses
+
+from bert_keras.common.cli import option
+
+KINDS = ("preprocessor", "encoder", "task")
+EXPORT_DTYPES = ("float32", "bfloat16", "auto")
+
+
+@dataclasses.dataclass
+class ExportOptions:
+    kind: str = option(None, "What to export: preprocessor (TF Hub's BERT preprocessor API), "
+                       "encoder (TF Hub's BERT encoder API) or task (raw text in, predictions "
+                       "out, for a fine-tuned directory).", choices=KINDS, required=True)
+    model_dir: str = option(None, "The model directory to export.", required=True)
+    export_dir: str = option(None, "Where the SavedModel goes.", required=True)
+    seq_length: int = option(None, "Preprocessor: the default packed length (128). Task: the "
+                             "window length (default: max_seq_length of task_config.json).")
+    dtype: str = option("float32", "Encoder and task: float32 (the default: exact, and the same "
+                        "on every machine) or bfloat16 (mixed_bfloat16 compute, for "
+                        "accelerators and CPUs with bf16 units); outputs are float32 either "
+                        "way. auto: bfloat16 where this machine computes it natively (a TPU, a "
+                        "GPU of compute capability 8.0+, a CPU with avx512_bf16 or AMX), else "
+                        "float32.", choices=EXPORT_DTYPES)
+    max_windows: int = option(None, "Task (SQuAD, NER): read at most this many windows of a "
+                              "text (default 32); the rest is ignored.")
+
+    def export(self):
+        """Writes the SavedModel (`export_from_model_dir`)."""
+        from bert_keras.export import export_from_model_dir
+        from bert_keras.optimization import resolve_dtype
+
+        return export_from_model_dir(self.kind, self.model_dir, self.export_dir,
+                                     seq_length=self.seq_length,
+                                     dtype=resolve_dtype(self.dtype),
+                                     max_windows=self.max_windows)
+
+
+__all__ = ["ExportOptions", "KINDS", "EXPORT_DTYPES"]
