@@ -32,8 +32,6 @@ Example:
 ...     num_warmup_steps=100, learning_rate=1e-3))  # doctest: +SKIP
 """
 
-import dataclasses
-import json
 import os
 import sys
 import tempfile
@@ -44,156 +42,23 @@ import tensorflow as tf
 from absl import logging
 
 from bert_keras import distribution, optimization
-from bert_keras.model import checkpoint_names
-from bert_keras.pretraining import inputs as pretraining_input
-from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.common.files import write_json_atomic, write_text_atomic
-from bert_keras.model.config import BertConfig, ConfigError
-from bert_keras.pretraining.losses import SUM_NAMES, metrics_from_sums
 from bert_keras.data.records import RecordsError
+from bert_keras.model import checkpoint_names
+from bert_keras.model.config import ConfigError
+from bert_keras.modeldir import model_dir as model_dir_lib
+from bert_keras.pretraining import inputs as pretraining_input
+from bert_keras.pretraining.losses import SUM_NAMES, metrics_from_sums
 from bert_keras.pretraining.options import (MODES, NonFiniteLossError, PretrainingError,
                                             PretrainingOptions)
+from bert_keras.pretraining.output_dir import (CHECKPOINTS_DIR, RUN_FILE, check_checkpoint_config,
+                                               check_output_dir, latest_checkpoint,
+                                               resolve_model_setup, run_record)
 from bert_keras.pretraining.step import (TrainingState, assign_initial_weights, build_training_state,
                                          make_eval_function, make_train_function)
-from bert_keras.text.vocab import Vocabulary
 
-CHECKPOINTS_DIR = "checkpoints"
-RUN_FILE = "run.json"
 OPTIONS_FILE = model_dir_lib.PRETRAINING_OPTIONS_NAME
 EVAL_RESULTS_FILE = "eval_results.txt"
-
-# Fields of run.json that must match for a rerun to resume a checkpoint.
-_STRUCTURAL = ("bert_config", "next_sentence", "left_to_right", "optimizer", "loss_scaling")
-
-
-# ------------------------------------------------------------------------------------- setup
-@dataclasses.dataclass
-class _ModelSetup:
-    config: BertConfig
-    vocab: Vocabulary
-    do_lower_case: bool
-    init_weights: dict = None  # {original name: array} from init_model_dir, when starting fresh
-
-
-def _read_vocab(path):
-    return Vocabulary.from_file(path)
-
-
-def resolve_model_setup(options):
-    """The config, vocabulary and initial weights of a run (see `PretrainingOptions.config`).
-
-    The config's `causal_attention` is the run's `left_to_right`: the model directory then
-    tells every later step (loading, fine-tuning, export) which attention mask the model has.
-    """
-    setup = _read_model_setup(options)
-    if setup.config.causal_attention != options.left_to_right:
-        if options.init_model_dir:
-            directions = {True: "left to right (causal attention)", False: "bidirectionally"}
-            logging.warning("%s was pre-trained %s; this run trains it %s", options.init_model_dir,
-                            directions[setup.config.causal_attention],
-                            directions[options.left_to_right])
-        setup.config = dataclasses.replace(setup.config, causal_attention=options.left_to_right)
-    return setup
-
-
-def _read_model_setup(options):
-    out = options.output_dir
-    if options.init_model_dir:
-        config = model_dir_lib.read_config(options.init_model_dir)
-        vocab = model_dir_lib.read_vocab(options.init_model_dir, config)
-        do_lower_case = model_dir_lib.read_do_lower_case(options.init_model_dir)
-        weights = model_dir_lib.read_weights(options.init_model_dir)
-        return _ModelSetup(config, vocab, do_lower_case, weights)
-    if options.config is None:
-        if not os.path.exists(os.path.join(out, model_dir_lib.CONFIG_NAME)):
-            raise ValueError("give config and vocab_file (or init_model_dir); output_dir holds no "
-                             "config to resume from")
-        config = model_dir_lib.read_config(out)
-        vocab = (_read_vocab(options.vocab_file) if options.vocab_file
-                 else model_dir_lib.read_vocab(out, config))
-        vocab.check_size(config.vocab_size, os.path.join(out, model_dir_lib.CONFIG_NAME))
-        do_lower_case = model_dir_lib.read_do_lower_case(out)
-        return _ModelSetup(config, vocab, do_lower_case)
-    if not options.vocab_file:
-        raise ValueError("vocab_file is required with config")
-    vocab = _read_vocab(options.vocab_file)
-    if isinstance(options.config, BertConfig):
-        config = options.config
-        vocab.check_size(config.vocab_size)
-    elif str(options.config).endswith(".json") or os.path.exists(str(options.config)):
-        config = BertConfig.from_json_file(options.config)
-        vocab.check_size(config.vocab_size, options.config)
-    else:
-        # A preset fixes the sizes of the layers; the vocabulary fixes vocab_size.
-        config = BertConfig.from_preset(options.config, vocab_size=len(vocab))
-    vocab.check_casing(options.do_lower_case)
-    return _ModelSetup(config, vocab, options.do_lower_case)
-
-
-def _run_record(options, config):
-    return {"bert_config": config.to_dict(), "next_sentence": options.uses_next_sentence,
-            "left_to_right": options.left_to_right, "optimizer": options.optimizer,
-            "loss_scaling": options.mixed_precision == "mixed_float16",
-            "train_batch_size": options.train_batch_size,
-            "max_seq_length": options.max_seq_length}
-
-
-def check_output_dir(options, config):
-    """Refuses an `output_dir` whose checkpoints or model belong to another configuration.
-
-    Returns the latest checkpoint path to resume from, or None.
-    """
-    out = options.output_dir
-    checkpoints = os.path.join(out, CHECKPOINTS_DIR)
-    latest = tf.train.latest_checkpoint(checkpoints) if tf.io.gfile.exists(checkpoints) else None
-    run_path = os.path.join(checkpoints, RUN_FILE)
-    if latest and not tf.io.gfile.exists(run_path):
-        raise PretrainingError(f"{checkpoints} holds checkpoints ({latest}) not written by this tool "
-                               f"(no {RUN_FILE}); refusing to overwrite them: choose another output_dir")
-    if latest:
-        with tf.io.gfile.GFile(run_path) as f:
-            previous = _with_causal_attention(json.load(f))
-        current = _run_record(options, config)
-        different = [name for name in _STRUCTURAL if previous.get(name) != current[name]]
-        if different:
-            details = "; ".join(_describe_difference(name, previous.get(name), current[name])
-                                for name in different)
-            raise PretrainingError(
-                f"{out} holds a checkpoint of a different run ({details}); refusing to overwrite "
-                "it: choose another output_dir, or continue from it with init_model_dir")
-        if previous.get("train_batch_size") != current["train_batch_size"]:
-            logging.warning("train_batch_size changed from %s to %s: the data position of the "
-                            "resumed run is step * new batch size", previous.get("train_batch_size"),
-                            current["train_batch_size"])
-        return latest
-    config_path = os.path.join(out, model_dir_lib.CONFIG_NAME)
-    if tf.io.gfile.exists(os.path.join(out, model_dir_lib.WEIGHTS_NAME)):
-        raise PretrainingError(f"{out} already holds a model ({model_dir_lib.WEIGHTS_NAME}) and no "
-                               "training checkpoint; refusing to overwrite it: choose another output_dir")
-    if tf.io.gfile.exists(config_path):
-        existing = model_dir_lib.read_config(out)
-        if existing.to_dict() != config.to_dict():
-            raise PretrainingError(
-                f"{config_path} holds a different config "
-                f"({_describe_difference('bert_config', existing.to_dict(), config.to_dict())}); "
-                "refusing to overwrite it: choose another output_dir")
-    return None
-
-
-def _with_causal_attention(run_record):
-    """A run.json record with `causal_attention` in its config (older records lack it)."""
-    config = run_record.get("bert_config")
-    if isinstance(config, dict) and "causal_attention" not in config:
-        run_record = dict(run_record, bert_config=dict(
-            config, causal_attention=bool(run_record.get("left_to_right", False))))
-    return run_record
-
-
-def _describe_difference(name, old, new):
-    if isinstance(old, dict) and isinstance(new, dict):
-        keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-        return ", ".join(f"{k}: {old.get(k)!r} in the checkpoint, {new.get(k)!r} now" for k in keys)
-    return f"{name}: {old!r} in the checkpoint, {new!r} now"
 
 
 # ------------------------------------------------------------------------------------- input
@@ -292,7 +157,7 @@ def train(options, strategy=None):
         _write_model_files(options, setup)
         os.makedirs(os.path.join(options.output_dir, CHECKPOINTS_DIR), exist_ok=True)
         _write_json(os.path.join(options.output_dir, CHECKPOINTS_DIR, RUN_FILE),
-                    _run_record(options, setup.config))
+                    run_record(options, setup.config))
         _write_json(os.path.join(options.output_dir, OPTIONS_FILE), options.to_json_dict())
     manager = _checkpoint_manager(options, state)
 
@@ -394,15 +259,8 @@ def _log_train(writer, step, metrics):
 def _state_for_inference(options, strategy, setup):
     """A built state whose weights come from the latest checkpoint, the output model or init dir."""
     state = build_training_state(setup.config, strategy, options, with_optimizer=False)
-    checkpoints = os.path.join(options.output_dir, CHECKPOINTS_DIR)
-    latest = tf.train.latest_checkpoint(checkpoints) if tf.io.gfile.exists(checkpoints) else None
-    run_path = os.path.join(checkpoints, RUN_FILE)
-    if latest and tf.io.gfile.exists(run_path):
-        with tf.io.gfile.GFile(run_path) as f:
-            saved = _with_causal_attention(json.load(f)).get("bert_config")
-        if saved != setup.config.to_dict():
-            raise PretrainingError(f"{latest} holds a model of another config "
-                                   f"({_describe_difference('bert_config', saved, setup.config.to_dict())})")
+    latest, record = latest_checkpoint(options.output_dir)
+    check_checkpoint_config(latest, record, setup.config)
     weights_path = os.path.join(options.output_dir, model_dir_lib.WEIGHTS_NAME)
     if latest:
         state.checkpoint.restore(latest).expect_partial()  # the optimizer is not needed here
