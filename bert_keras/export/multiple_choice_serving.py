@@ -3,7 +3,7 @@
 Inputs are the fields of a SWAG CSV row that fine-tuning reads: `sent1` string [batch] (the
 context), `sent2` string [batch] (the start of the next sentence) and `endings` string
 [batch, num_choices] (`ending0` ... `ending3`). Choice k is the pair (`sent1`,
-`sent2 + " " + ending<k>`): the texts come from `bert_keras.finetuning.tasks.swag.choice_texts`,
+`sent2 + " " + ending<k>`): the texts come from `bert_keras.finetuning.swag.data.choice_texts`,
 the same function fine-tuning reads the CSV with, run here on string tensors; each pair is packed
 `[CLS] A [SEP] B [SEP]` and a pair too long loses wordpieces from the end of the currently longer
 text (the second when equal), as fine-tuning's features (`bert_keras.text.truncation`).
@@ -27,7 +27,7 @@ Example:
 import tensorflow as tf
 
 from bert_keras.export.raw_text import sanitize_utf8
-from bert_keras.finetuning.tasks import swag
+from bert_keras.finetuning.swag import data as swag
 from bert_keras.model.encoder import INPUT_NAMES
 from bert_keras.text.packing import pack_segments
 

@@ -2,7 +2,7 @@
 
 Each word (as the tokenizer's basic tokenization splits it: whitespace, then punctuation) is
 labelled from its first wordpiece; long texts are cut into consecutive runs of whole words of at
-most seq_length - 2 wordpieces (as `bert_keras.finetuning.tasks.conll`), at most `max_windows`
+most seq_length - 2 wordpieces (as `bert_keras.finetuning.conll.data`), at most `max_windows`
 per text. Entities are chunks of the BIO/IOB1 tags as conlleval reads them.
 """
 
@@ -71,7 +71,7 @@ class NerServing:
         first_of_text = tf.not_equal(word_text, tf.concat([[-1], word_text[:-1]], 0))
 
         # Greedy packing is sequential (a word opens a window when it does not fit), as in
-        # bert_keras.finetuning.tasks.conll; a scan over the words of the batch.
+        # bert_keras.finetuning.conll.data; a scan over the words of the batch.
         def step(state, element):
             window, used = state
             length, first = element

@@ -11,7 +11,7 @@ per context are run.
 import tensorflow as tf
 
 from bert_keras.export.raw_text import NEG_INF, char_offsets, column, sanitize_utf8
-from bert_keras.finetuning.tasks.squad_postprocess import NO_CANDIDATE_NULL_ODDS
+from bert_keras.finetuning.squad.postprocess import NO_CANDIDATE_NULL_ODDS
 from bert_keras.text.packing import dense_inputs, first_n
 
 

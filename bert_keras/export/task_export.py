@@ -41,7 +41,7 @@ How text becomes windows, exactly as fine-tuning saw it:
   end of the currently longer text (the second when equal), as the original
   `_truncate_seq_pair` (`bert_keras.text.truncation`).
 - Multiple choice pairs `sent1` with `sent2 + " " + ending<k>` as SWAG fine-tuning does
-  (`bert_keras.finetuning.tasks.swag.choice_texts`), each pair packed and truncated as
+  (`bert_keras.finetuning.swag.data.choice_texts`), each pair packed and truncated as
   classification's.
 - SQuAD follows the original `run_squad.py`: the question cut to `max_query_length`
   wordpieces, windows over the context wordpieces `doc_stride` apart, each start token
@@ -52,7 +52,7 @@ How text becomes windows, exactly as fine-tuning saw it:
   context are run; the rest of a longer context is ignored.
 - NER labels each word (a word as the tokenizer's basic tokenization splits it: whitespace,
   then punctuation) from its first wordpiece; long texts are cut into consecutive runs of
-  whole words of at most seq_length - 2 wordpieces (as `bert_keras.finetuning.tasks.conll`), at most
+  whole words of at most seq_length - 2 wordpieces (as `bert_keras.finetuning.conll.data`), at most
   `max_windows` per text. Entities are chunks of the BIO/IOB1 tags as conlleval reads them.
 
 Character offsets count Unicode code points (Python `str` indices) of the input after invalid

@@ -1,5 +1,6 @@
 """Fine-tuning with `keras.Model.fit`: the task heads and models, the task families
-(`tasks/`: GLUE, SQuAD, SWAG, CoNLL-2003), `run_finetuning`, and many runs in one process
+(`glue/`, `squad/`, `swag/`, `conll/`, what they share in `tasks/`, names in `catalog`),
+`run_finetuning`, and many runs in one process
 (`sweep`) for comparing initializations fairly (`transfer`).
 """
 

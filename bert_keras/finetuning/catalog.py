@@ -17,7 +17,7 @@ ValueError: unknown GLUE task 'sst5'; known: cola, sst2, mrpc, stsb, qqp, mnli, 
 
 import dataclasses
 
-from bert_keras.finetuning.tasks import glue
+from bert_keras.finetuning.glue import data as glue
 
 FAMILIES = ("glue", "squad", "swag", "conll")
 _OTHER_TASKS = {"squad_v1": "squad", "squad_v2": "squad", "swag": "swag",

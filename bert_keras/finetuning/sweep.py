@@ -52,7 +52,7 @@ import numpy as np
 from bert_keras import optimization
 from bert_keras.finetuning.run import create_finetuning_optimizer, make_dataset, predict
 from bert_keras.finetuning.task_models import TASK_PREFIX, task_weight_map
-from bert_keras.finetuning.tasks import glue
+from bert_keras.finetuning.glue import data as glue
 from bert_keras.model import checkpoint_names
 from bert_keras.model.encoder import build_encoder
 

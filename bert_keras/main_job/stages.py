@@ -69,7 +69,7 @@ def check_finetune_inputs(options):
     """Checks the labelled task files against the comparison's settings before anything is
     written: enough rows for the headline, the curve and the held-out selection rows, and both
     labels among the headline rows (ValueError naming the file or the setting)."""
-    from bert_keras.finetuning.tasks import glue
+    from bert_keras.finetuning.glue import data as glue
 
     from bert_keras.finetuning.catalog import parse_task_name
 

@@ -158,7 +158,7 @@ print(INIT_MODEL_DIR, ":", config.num_hidden_layers, "layers,", config.hidden_si
 import random
 
 from bert_keras.finetuning.catalog import parse_task_name
-from bert_keras.finetuning.tasks import glue
+from bert_keras.finetuning.glue import data as glue
 
 spec = glue.task_spec(parse_task_name(TASK).glue_task)
 USE_TFDS = False

@@ -231,7 +231,8 @@ def test_regression_score(exported, loaded):
 # ---------------------------------------------------------------------------------- SQuAD
 def _python_squad(exported, version_2, threshold):
     """The fine-tuning path's SQuAD pipeline: features, the Keras model, post-processing."""
-    from bert_keras.finetuning.tasks import squad, squad_postprocess
+    from bert_keras.finetuning.squad import data as squad
+    from bert_keras.finetuning.squad import postprocess as squad_postprocess
 
     config = exported["task_configs"]["squad"]
     articles = [{"title": "t", "paragraphs": [
@@ -301,7 +302,7 @@ def test_squad_v2_no_answer_wins_and_v1(exported):
 
 # ------------------------------------------------------------------------------------ NER
 def test_ner_matches_in_memory_and_first_wordpiece_tags(exported, loaded):
-    from bert_keras.finetuning.tasks import conll
+    from bert_keras.finetuning.conll import data as conll
     from bert_keras.finetuning.tasks.words import basic_tokenize
     from bert_keras.metrics.conll_eval import extract_chunks
 

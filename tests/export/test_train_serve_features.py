@@ -58,7 +58,7 @@ def model_dirs(tmp_path_factory):
 
 def _finetuning_features(model_dirs):
     from bert_keras.finetuning.task import FinetuningOptions, get_task
-    from bert_keras.finetuning.tasks import glue
+    from bert_keras.finetuning.glue import data as glue
 
     mrpc = get_task("glue/mrpc", MRPC_DIR, model_dirs["mrpc"]).load("dev")
     examples = glue.read_glue_examples("mrpc", MRPC_DIR, "dev")

@@ -13,7 +13,7 @@ import pytest
 
 from bert_keras.finetuning import task_models
 from bert_keras.finetuning.run import run_finetuning
-from bert_keras.finetuning.tasks import glue
+from bert_keras.finetuning.glue import data as glue
 from bert_keras.finetuning.tasks.common import DataFormatError
 from finetuning_fixtures import data_dir, fixture, read_lines, tiny_model_dir
 from support import REPO_ROOT as REPO

@@ -36,7 +36,7 @@ import numpy as np
 from bert_keras.finetuning.tasks.common import DataFormatError, read_text_lines
 from bert_keras.metrics import classification
 
-logger = logging.getLogger("bert_keras.finetuning.tasks.glue")
+logger = logging.getLogger("bert_keras.finetuning.glue.data")
 
 
 @dataclasses.dataclass(frozen=True)

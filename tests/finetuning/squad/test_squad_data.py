@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from bert_keras.finetuning.tasks import squad
+from bert_keras.finetuning.squad import data as squad
 from bert_keras.finetuning.tasks.common import DataFormatError
 from reference_tokenization import ReferenceWordTokenizer
 from support import TESTS_DIR

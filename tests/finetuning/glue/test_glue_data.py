@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from bert_keras.finetuning.tasks import glue
+from bert_keras.finetuning.glue import data as glue
 from bert_keras.finetuning.tasks.common import DataFormatError
 from support import TESTS_DIR
 

@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from bert_keras.finetuning.tasks import conll
+from bert_keras.finetuning.conll import data as conll
 from bert_keras.finetuning.tasks.common import IGNORE_LABEL_ID, DataFormatError
 from bert_keras.metrics.conll_eval import evaluate
 from reference_tokenization import ReferenceWordTokenizer

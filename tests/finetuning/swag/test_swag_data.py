@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from bert_keras.finetuning.tasks import swag
+from bert_keras.finetuning.swag import data as swag
 from bert_keras.finetuning.tasks.common import DataFormatError
 from bert_keras.finetuning.tasks.encoding import encode_texts
 from bert_keras.metrics.classification import accuracy

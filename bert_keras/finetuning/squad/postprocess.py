@@ -15,7 +15,7 @@ is "" when `null_odds > null_score_diff_threshold`. Pick the threshold on dev wi
 `bert_keras.metrics.squad_eval.find_best_thresholds(dataset, result.best_non_null,
 result.null_odds)["best_f1_thresh"]`.
 
-Example (`features` from `bert_keras.finetuning.tasks.squad.create_squad_features`, logits of shape
+Example (`features` from `bert_keras.finetuning.squad.data.create_squad_features`, logits of shape
 [num_features, max_seq_length] in the same order):
 
     result = postprocess_predictions(examples, features, start_logits, end_logits,

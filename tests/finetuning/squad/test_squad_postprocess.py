@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from bert_keras.metrics import squad_eval
-from bert_keras.finetuning.tasks import squad
-from bert_keras.finetuning.tasks.squad_postprocess import (NO_CANDIDATE_NULL_ODDS, get_final_text,
+from bert_keras.finetuning.squad import data as squad
+from bert_keras.finetuning.squad.postprocess import (NO_CANDIDATE_NULL_ODDS, get_final_text,
                                                            postprocess_predictions, write_predictions)
 from reference_tokenization import ReferenceWordTokenizer
 

@@ -45,7 +45,7 @@ import numpy as np
 from bert_keras.finetuning.tasks.common import DataFormatError, check_file
 from bert_keras.finetuning.tasks.words import as_vocabulary, is_squad_whitespace, whitespace_words
 
-logger = logging.getLogger("bert_keras.finetuning.tasks.squad")
+logger = logging.getLogger("bert_keras.finetuning.squad.data")
 
 FIRST_UNIQUE_ID = 1000000000
 

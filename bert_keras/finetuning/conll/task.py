@@ -1,0 +1,85 @@
+"""The conll family's `FinetuningTask`. CoNLL-2003 NER: a tag per word from its first wordpiece (or the feature-based BiLSTM)."""
+
+import io
+import os
+
+import keras
+import numpy as np
+
+from bert_keras.common.files import write_text_atomic
+from bert_keras.finetuning import task_models
+from bert_keras.finetuning.conll import data as conll
+from bert_keras.finetuning.task import FinetuningTask, TaskData, _limit
+from bert_keras.finetuning.tasks.common import DataFormatError, IGNORE_LABEL_ID
+from bert_keras.metrics import conll_eval
+from bert_keras.model.encoder import INPUT_NAMES
+
+
+class ConllFinetuning(FinetuningTask):
+    """CoNLL-2003 NER: a tag per word, predicted on its first WordPiece; entity-level F1.
+
+    Files: `<data_dir>/eng.train`, `eng.testa` (dev), `eng.testb` (test). Predictions:
+    `<split>/predictions.txt`, the input layout of `conlleval` ("WORD GOLD PREDICTED" per
+    line, a blank line between sentences). Metrics: conlleval's precision / recall / F1 (in
+    percent) and per-type scores.
+    """
+
+    family = "conll2003"
+    predict_splits = ()
+    eval_splits = ("dev", "test")
+
+    def __init__(self, name, data_dir, model_dir, options=None):
+        super().__init__(name, data_dir, model_dir, options)
+
+    def label_names(self):
+        return list(conll.CONLL2003_LABELS)
+
+    def split_exists(self, split):
+        return os.path.isfile(os.path.join(self.data_dir, conll.SPLIT_FILES[split]))
+
+    def load(self, split, training=False):
+        sentences = conll.read_conll_split(self.data_dir, split)
+        sentences = _limit(sentences, self.options.max_train_examples if training
+                           else self.options.max_eval_examples)
+        if not sentences:
+            raise DataFormatError(f"{self.name}: the {split} split has no sentences")
+        self.tokenizer.prepare([word for sentence in sentences for word in sentence.words])
+        features = conll.create_conll_features(sentences, self.tokenizer.tokenize_word,
+                                               self.vocab, max_seq_length=self.max_seq_length)
+        arrays = conll.features_to_arrays(features)
+        inputs = {name: arrays[name] for name in INPUT_NAMES}
+        return TaskData(inputs, arrays["label_ids"], sample_weight=arrays["label_weights"],
+                        context=None if training else (sentences, features))
+
+    def build_model(self, encoder, dtype=None):
+        return task_models.build_token_tagger(
+            encoder, num_labels=len(conll.CONLL2003_LABELS),
+            dropout_rate=self.options.dropout_rate, feature_based=self.options.feature_based,
+            feature_layers=self.options.feature_layers, lstm_units=self.options.lstm_units,
+            num_lstm_layers=self.options.num_lstm_layers, dtype=dtype)
+
+    def compile_args(self):
+        return dict(
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                            ignore_class=IGNORE_LABEL_ID),
+            weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="accuracy")])
+
+    def evaluate(self, data, outputs, split, output_dir):
+        sentences, features = data.context
+        predicted = conll.predictions_to_tags(features, np.asarray(outputs).argmax(-1), sentences)
+        buffer = io.StringIO()
+        for sentence, tags in zip(sentences, predicted):
+            for word, gold, tag in zip(sentence.words, sentence.tags, tags):
+                buffer.write(f"{word} {gold} {tag}\n")
+            buffer.write("\n")
+        write_text_atomic(os.path.join(output_dir, "predictions", split, "predictions.txt"),
+                    buffer.getvalue())
+        return conll_eval.evaluate([s.tags for s in sentences], predicted)
+
+    def task_config(self):
+        config = super().task_config()
+        config["tagging_scheme"] = "first_wordpiece"
+        return config
+
+
+__all__ = ["ConllFinetuning"]
