@@ -15,8 +15,6 @@ The original `create_pretraining_data.py` flags keep their meaning; the output i
 A rerun with the same flags continues an interrupted run. See docs/pretraining_data.md.
 """
 
-import os
-
 from absl import flags
 
 from bert_keras.common import cli
@@ -36,10 +34,7 @@ def main():
         options.validate()
     except ValueError as error:
         raise pretraining_pipeline.PipelineError(str(error)) from error
-    config = cli.options_from_flags(
-        pretraining_pipeline.PipelineConfig, options=options,
-        tokenizer=os.environ.get("BERT_KERAS_PRETRAINING_TOKENIZER",
-                                 pretraining_pipeline.DEFAULT_TOKENIZER))
+    config = cli.options_from_flags(pretraining_pipeline.PipelineConfig, options=options)
     stats = pretraining_pipeline.run(config)
     print(f"wrote {stats['instances']:,} instances to {config.output_dir}")
     return 0

@@ -25,10 +25,8 @@ workers. Every file is written under a temporary name and renamed when complete,
 continues from the completed token stores, blocks and shards.
 """
 
-import collections
 import dataclasses
 import hashlib
-import importlib
 import json
 import multiprocessing
 import os
@@ -45,14 +43,12 @@ from bert_keras.common.cli import option
 from bert_keras.common.files import write_atomic
 from bert_keras.data import corpus as pretraining_corpus
 from bert_keras.data import instances as pretraining_data
+from bert_keras.data.block_phase import BlockPhase, run_bounded, tokenizer_name
 from bert_keras.data.corpus import INPUT_FORMATS, UTF8_ERRORS
-from bert_keras.data import token_store
-from bert_keras.data.workers import (BlockFile, block_path, init_worker, manifest_path,
-                                     merge_shard, process_block, shard_path, stats_path,
-                                     task_prefix, tokenize_block, work_dir)
+from bert_keras.data.workers import (block_path, init_worker, manifest_path, merge_shard,
+                                     shard_path, stats_path, task_prefix, work_dir)
 from bert_keras.text.vocab import Vocabulary
 
-DEFAULT_TOKENIZER = "bert_keras.data.pipeline:bert_tokenizer"
 
 
 class PipelineError(BertKerasError, RuntimeError):
@@ -93,41 +89,14 @@ class PipelineConfig:
         from_flag=lambda kib: kib * 1024)
     utf8_errors: str = option("replace", "Lines that are not valid UTF-8: decode with U+FFFD, or "
                               "skip.", choices=UTF8_ERRORS)
-    tokenizer: str = DEFAULT_TOKENIZER
+    # (vocab_file, do_lower_case) -> tokenize(list of str) -> (ids, tokens per text); run in
+    # threads of the main process, the only one that runs TensorFlow.
+    tokenizer: object = None  # None: `block_phase.bert_tokenizer`
     progress: bool = option(True, "Show a progress bar and the statistics.")
 
 
 # ---------------------------------------------------------------------------------------------
-# Tokenizers: "module:function" names, so that spawned workers can build their own.
-
-
-def bert_tokenizer(vocab_file, do_lower_case):
-    """The in-graph `bert_keras.text.tokenizer.BertTokenizer` as `tokenize(list of str)`.
-
-    Returns a function giving (ids int32 [total], tokens per text int64 [n]).
-    """
-    from bert_keras.text.tokenizer import BertTokenizer
-    tokenizer = BertTokenizer(vocab_file, lower_case=do_lower_case)
-
-    def run(texts):
-        ids = tokenizer.tokenize_merged(texts)
-        return (ids.flat_values.numpy().astype(np.int32),
-                ids.row_lengths().numpy().astype(np.int64))
-
-    return run
-
-
-def load_tokenizer(name, vocab_file, do_lower_case):
-    module, _, function = name.partition(":")
-    return getattr(importlib.import_module(module), function)(vocab_file, do_lower_case)
-
-
-# ---------------------------------------------------------------------------------------------
 # The run.
-
-
-def _blocks_done_path(config):
-    return os.path.join(work_dir(config), "blocks-done.json")
 
 
 def _check_config(config):
@@ -188,7 +157,7 @@ def _manifest(config, files, block_bytes):
         "num_tasks": config.num_tasks,
         "block_bytes": block_bytes,
         "utf8_errors": config.utf8_errors,
-        "tokenizer": config.tokenizer,
+        "tokenizer": tokenizer_name(config),
     }
 
 
@@ -307,21 +276,6 @@ class _LazyExecutor:
             self.executor.shutdown(cancel_futures=True)
 
 
-def _run_bounded(executor, calls, max_pending, on_result):
-    """Submits `(function, args)` from an iterator, keeping at most `max_pending` running."""
-    pending = set()
-    for function, args in calls:
-        pending.add(executor.submit(function, *args))
-        while len(pending) >= max_pending:
-            done, pending = futures.wait(pending, return_when=futures.FIRST_COMPLETED)
-            for future in done:
-                on_result(future.result())
-    while pending:
-        done, pending = futures.wait(pending, return_when=futures.FIRST_COMPLETED)
-        for future in done:
-            on_result(future.result())
-
-
 def _sum_stats(block_stats, corpus_stats, config, block_bytes, seconds):
     totals = {}
     histogram = np.zeros([config.options.max_seq_length + 1], np.int64)
@@ -416,8 +370,8 @@ def run(config):
     progress = _Progress(config.progress)
     executor = _LazyExecutor(config, num_workers)
     try:
-        block_stats, corpus_stats = _phase_blocks(config, executor, num_workers, block_bytes,
-                                                  files, total_bytes, progress)
+        block_stats, corpus_stats = BlockPhase(config, executor, num_workers, block_bytes,
+                                                  files, total_bytes, progress).run()
         total_instances = sum(s["instances"] for s in block_stats)
         if not block_stats or total_instances == 0:
             _remove_outputs(config, created_output_dir)
@@ -433,7 +387,7 @@ def run(config):
             written[1] += 1
             progress.update("shards", written[0] / total_instances, total_instances)
 
-        _run_bounded(executor, ((merge_shard, (s, block_paths)) for s in todo),
+        run_bounded(executor, ((merge_shard, (s, block_paths)) for s in todo),
                      2 * num_workers, merged)
     finally:
         executor.shutdown()
@@ -444,108 +398,6 @@ def run(config):
         progress.update("done", 1.0, stats["instances"], force=True)
         print(format_stats(stats), file=sys.stderr)
     return stats
-
-
-def _phase_blocks(config, executor, num_workers, block_bytes, files, total_bytes, progress):
-    """Phase 1. Returns (per-block stats in block order, corpus reader stats as a dict)."""
-    done_path = _blocks_done_path(config)
-    if os.path.exists(done_path):
-        with open(done_path, encoding="utf-8") as f:
-            done = json.load(f)
-        block_stats = [BlockFile(block_path(config, i)).stats for i in range(done["blocks"])]
-        return block_stats, done["corpus"]
-    corpus = pretraining_corpus.CorpusStats()
-    block_stats = {}
-    read = [0]
-    instances = [0]
-
-    tokenize = []  # built on the first block that needs it
-    # Two tokenizer threads (TensorFlow releases the GIL) keep a couple of blocks ahead.
-    threads = futures.ThreadPoolExecutor(2)
-    vocab_size = len(Vocabulary.from_file(config.vocab_file))
-    # The token store of the file being read: {"file": number, "writer": ..., "calls": [...]}.
-    current = {}
-    stores = {}  # file number -> the block table of a store completed by an earlier run
-
-    def start_tokenizer():
-        if not tokenize:
-            executor.start()
-            tokenize.append(load_tokenizer(config.tokenizer, config.vocab_file,
-                                           config.do_lower_case))
-
-    def close_store():
-        """Completes the current file's store and yields its blocks' instance work."""
-        if current:
-            current["writer"].close()
-            yield from current["calls"]
-            current.clear()
-
-    def store_block(block, done, documents, counts):
-        """Appends a tokenized block to its file's store; yields work of files completed."""
-        file_number, in_file = block.key
-        if current.get("file") != file_number:
-            yield from close_store()
-            current.update(file=file_number, calls=[], writer=token_store.TokenStoreWriter(
-                token_store.store_prefix(work_dir(config), file_number), vocab_size))
-        first, end = current["writer"].append(in_file, documents, counts)
-        if done:
-            block_stats[block.index] = BlockFile(block_path(config, block.index)).stats
-        else:
-            current["calls"].append((process_block, (block.index, block.key, first, end, counts)))
-        progress.update("tokens", read[0] / max(1, total_bytes), instances[0])
-
-    def calls():
-        ahead = collections.deque()
-        # `files` are every num_tasks-th of the sorted input from task_index (`task_files`).
-        numbers = range(config.task_index, len(config.input_files), config.num_tasks)
-        for block in pretraining_corpus.iter_blocks(files, config.input_format, block_bytes,
-                                                    config.utf8_errors, corpus, numbers):
-            read[0] = corpus.bytes
-            file_number, in_file = block.key
-            done = os.path.exists(block_path(config, block.index))
-            prefix = token_store.store_prefix(work_dir(config), file_number)
-            if file_number in stores or token_store.is_complete(prefix):
-                # The file was tokenized whole by an earlier run: its store is reused.
-                if file_number not in stores:
-                    with open(prefix + ".json", encoding="utf-8") as f:
-                        stores[file_number] = json.load(f)["blocks"]
-                if done:
-                    block_stats[block.index] = BlockFile(block_path(config, block.index)).stats
-                    continue
-                entry = stores[file_number][str(in_file)]
-                executor.start()
-                yield process_block, (block.index, block.key, *entry["documents"],
-                                      entry["counts"])
-                continue
-            # Random nexts may come from anywhere in the file, so every block of a file whose
-            # store is incomplete is tokenized again, also those whose instances are written.
-            start_tokenizer()
-            ahead.append((block, done, threads.submit(tokenize_block, block, config,
-                                                      tokenize[0])))
-            while len(ahead) > 2:
-                block, done, tokenized = ahead.popleft()
-                yield from store_block(block, done, *tokenized.result())
-        while ahead:
-            block, done, tokenized = ahead.popleft()
-            yield from store_block(block, done, *tokenized.result())
-        yield from close_store()
-
-    def finished(result):
-        index, stats = result
-        block_stats[index] = stats
-        instances[0] += stats["instances"]
-        progress.update("blocks", read[0] / max(1, total_bytes), instances[0])
-
-    try:
-        _run_bounded(executor, calls(), 2 * num_workers, finished)
-    finally:
-        threads.shutdown(cancel_futures=True)
-        if current:
-            current["writer"].abandon()
-    corpus_stats = dataclasses.asdict(corpus)
-    ordered = [block_stats[i] for i in range(len(block_stats))]
-    write_atomic(done_path, json.dumps({"blocks": len(ordered), "corpus": corpus_stats}).encode())
-    return ordered, corpus_stats
 
 
 def _remove_work_dir(config):
