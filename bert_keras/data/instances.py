@@ -44,7 +44,9 @@ import numpy as np
 
 from bert_keras.common import cli
 from bert_keras.common.cli import option
-from bert_keras.data import masking
+# The static masking lives with the masked-LM rule; its names stay importable from here.
+from bert_keras.data.masking import (choose_masked_positions, mask_instances,  # noqa: F401
+                                    masking_candidates)
 from bert_keras.text.truncation import truncated_pair_lengths
 
 
@@ -371,96 +373,6 @@ def pack_spans(token_ids, spans, max_seq_length, special):
     input_ids[rows, lengths - 1] = special.sep_id
     segment_ids = (in_b & (position < lengths[:, None])).astype(np.int32)
     return input_ids, segment_ids, lengths, length_a
-
-
-def masking_candidates(input_ids, lengths, length_a):
-    """Positions that may be masked: real tokens except [CLS] and the two [SEP]. bool [n, L]."""
-    position = np.arange(input_ids.shape[1])[None, :]
-    return ((position >= 1) & (position < lengths[:, None] - 1)
-            & (position != length_a[:, None] + 1))
-
-
-def choose_masked_positions(input_ids, lengths, length_a, options, special, np_rng):
-    """Which positions step 7 predicts. Returns bool [n, L].
-
-    Taking the candidates in a uniformly random order while they fit is done by giving each
-    candidate (a token, or a whole word) a uniform random key and visiting candidates by key.
-    """
-    candidates = masking_candidates(input_ids, lengths, length_a)
-    wanted = masking.num_to_predict(np.asarray(lengths, np.float64), options.masked_lm_prob,
-                                    options.max_predictions_per_seq).astype(np.int64)
-    n, seq_length = input_ids.shape
-    if not options.do_whole_word_mask:
-        # Every candidate has size 1, so the greedy fill takes the `wanted` smallest keys.
-        keys = np_rng.random((n, seq_length))
-        keys[~candidates] = 2.0
-        width = min(options.max_predictions_per_seq, seq_length)
-        order = np.argsort(keys, axis=1)[:, :width]
-        row_index = np.arange(n)[:, None]
-        take = (np.arange(width)[None, :] < wanted[:, None]) & (keys[row_index, order] < 2.0)
-        chosen = np.zeros((n, seq_length), bool)
-        chosen[np.broadcast_to(row_index, order.shape)[take], order[take]] = True
-        return chosen
-    # Whole words: a candidate that is a `##` continuation joins the previous candidate's word.
-    if special.is_continuation is None:
-        raise ValueError("whole-word masking needs SpecialTokenIds.is_continuation")
-    continuation = special.is_continuation[input_ids] & candidates
-    starts = candidates & ~continuation
-    # A leading continuation (after [CLS]) starts a word of its own, as in the original.
-    first_candidate = np.argmax(candidates, axis=1)
-    starts[np.arange(n), first_candidate] |= candidates[np.arange(n), first_candidate]
-    word = np.cumsum(starts, axis=1) - 1  # [n, L], meaningful where candidates
-    num_words = starts.sum(axis=1)
-    max_words = int(num_words.max()) if n else 0
-    word_sizes = np.zeros((n, max_words + 1), np.int64)
-    rows = np.repeat(np.arange(n), seq_length).reshape(n, seq_length)
-    np.add.at(word_sizes, (rows[candidates], word[candidates]), 1)
-    keys = np_rng.random((n, max_words + 1))
-    keys[np.arange(max_words + 1)[None, :] >= num_words[:, None]] = 2.0
-    order = np.argsort(keys, axis=1, kind="stable")
-    taken = np.zeros((n, max_words + 1), bool)
-    filled = np.zeros([n], np.int64)
-    row_index = np.arange(n)
-    for rank in range(max_words):
-        word_at_rank = order[:, rank]
-        size = word_sizes[row_index, word_at_rank]
-        fits = (rank < num_words) & (filled + size <= wanted)
-        taken[row_index, word_at_rank] = fits
-        filled += np.where(fits, size, 0)
-        if np.all((filled >= wanted) | (rank + 1 >= num_words)):
-            break
-    return candidates & taken[rows, np.maximum(word, 0)]
-
-
-def mask_instances(input_ids, lengths, length_a, options, special, np_rng):
-    """Step 7 for all instances at once.
-
-    Returns:
-      (masked input_ids int32 [n, L], masked_lm_positions int32 [n, P], masked_lm_ids int32
-      [n, P], masked_lm_weights float32 [n, P], replacement_counts int64 [3]).
-    """
-    n = len(input_ids)
-    max_predictions = options.max_predictions_per_seq
-    chosen = choose_masked_positions(input_ids, lengths, length_a, options, special, np_rng)
-    rows, positions = np.nonzero(chosen)  # row-major: positions sorted within each row
-    slot = np.cumsum(chosen, axis=1)[rows, positions] - 1
-    labels = input_ids[rows, positions]
-    draw = np_rng.random(len(rows))
-    keep_draw = np_rng.random(len(rows))
-    random_tokens = np_rng.integers(0, special.vocab_size, len(rows))
-    replacement, to_mask, to_keep = masking.replacement(labels, special.mask_id, random_tokens,
-                                                        draw, keep_draw)
-    to_random = ~to_mask & ~to_keep
-    masked_ids = input_ids.copy()
-    masked_ids[rows, positions] = replacement
-    masked_lm_positions = np.zeros((n, max_predictions), np.int32)
-    masked_lm_ids = np.zeros((n, max_predictions), np.int32)
-    masked_lm_weights = np.zeros((n, max_predictions), np.float32)
-    masked_lm_positions[rows, slot] = positions
-    masked_lm_ids[rows, slot] = labels
-    masked_lm_weights[rows, slot] = 1.0
-    counts = np.array([to_mask.sum(), to_keep.sum(), to_random.sum()], np.int64)
-    return masked_ids, masked_lm_positions, masked_lm_ids, masked_lm_weights, counts
 
 
 def instances_from_spans(token_ids, spans, options, special, np_rng):
