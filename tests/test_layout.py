@@ -1,11 +1,12 @@
 """The package's layout: each subpackage imports only from the floors below it, so that a change
 to one step of the pipeline cannot reach back into the steps before it.
 
-    common                                   the ground floor (atomic file writes)
+    common                                   the ground floor (atomic writes, the command line)
     text | model | metrics | distribution    none imports another
-    modeldir | optimization                  the model directory on top of text and model;
-                                             the optimizers on top of distribution
-    data -> pretraining -> finetuning -> export -> main_job
+    modeldir | precision                     the model directory on top of text and model;
+                                             the compute dtype on top of distribution
+    data | optimization                      pre-training data; the optimizers
+    pretraining -> finetuning -> export -> main_job
 
 Imports inside functions count too.
 """
@@ -19,8 +20,8 @@ PACKAGE_DIR = os.path.dirname(bert_keras.__file__)
 FLOORS = {
     "common": 0,
     "text": 1, "model": 1, "metrics": 1, "distribution": 1,
-    "modeldir": 2, "optimization": 2,
-    "data": 3,
+    "modeldir": 2, "precision": 2,
+    "data": 3, "optimization": 3,
     "pretraining": 4,
     "finetuning": 5,
     "export": 6,

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_keras import optimization
+from bert_keras import optimization, precision
 from bert_keras.model.config import BertConfig
 from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
 
@@ -199,7 +199,7 @@ def test_auto_dtype_is_bfloat16_only_on_native_units(monkeypatch, caplog):
     if tf.config.list_physical_devices("GPU") or tf.config.list_logical_devices("TPU"):
         pytest.skip("decided by the accelerator here")
     for native, expected in ((True, "bfloat16"), (False, "float32")):
-        monkeypatch.setattr(optimization, "cpu_has_bfloat16_units", lambda native=native: native)
+        monkeypatch.setattr(precision, "cpu_has_bfloat16_units", lambda native=native: native)
         assert optimization.resolve_dtype("auto") == expected
         assert optimization.mixed_precision_policy(optimization.resolve_dtype("auto")) == (
             "mixed_bfloat16" if native else "float32")
@@ -208,7 +208,7 @@ def test_auto_dtype_is_bfloat16_only_on_native_units(monkeypatch, caplog):
         assert optimization.resolve_dtype("bfloat16") == "bfloat16"
     assert "slower than float32" in caplog.text and "without bfloat16 units" in caplog.text
     caplog.clear()
-    monkeypatch.setattr(optimization, "cpu_has_bfloat16_units", lambda: True)
+    monkeypatch.setattr(precision, "cpu_has_bfloat16_units", lambda: True)
     with caplog.at_level("WARNING", logger="bert_keras"):
         assert optimization.resolve_dtype("mixed_bfloat16") == "mixed_bfloat16"
     assert caplog.text == ""
@@ -224,10 +224,10 @@ def test_pretraining_auto_dtype_follows_the_device(monkeypatch):
     options.validate()
     import tensorflow as tf
 
-    monkeypatch.setattr(optimization, "native_bfloat16", lambda strategy=None: (False, "a CPU"))
+    monkeypatch.setattr(precision, "native_bfloat16", lambda strategy=None: (False, "a CPU"))
     pretraining._resolve_precision(options, tf.distribute.get_strategy())
     assert options.mixed_precision == "float32"
     options.mixed_precision = "auto"
-    monkeypatch.setattr(optimization, "native_bfloat16", lambda strategy=None: (True, "a TPU"))
+    monkeypatch.setattr(precision, "native_bfloat16", lambda strategy=None: (True, "a TPU"))
     pretraining._resolve_precision(options, tf.distribute.get_strategy())
     assert options.mixed_precision == "mixed_bfloat16"
