@@ -29,6 +29,8 @@ setup(
         "tensorboard",
         # The main job's learning curve (learning_curve.png) and the ablation figure.
         "matplotlib",
+        # The vocabulary builder's WordPiece trainer (text/vocab_builder.py).
+        "tokenizers>=0.13",
     ],
     extras_require={
         "test": ["pytest", "nbclient", "nbformat", "ipykernel"],

@@ -136,15 +136,16 @@ _DOCUMENT_BREAKS = {
 }
 
 
-def check_corpus_files(files, input_format, sniff_bytes=4 << 20):
+def check_corpus_files(files, input_format, sniff_bytes=4 << 20, min_documents=2):
     """Checks that `files` hold text a pre-training corpus can be made of; returns nothing.
 
     Raises `CorpusError` naming the file (and line) when a file is empty or blank, looks binary
     (a NUL byte, or more than 1% of its lines not UTF-8, in its first `sniff_bytes`), or when
     all the files together hold fewer than two documents: the next-sentence task draws its
     random second segments from other documents, so one long text without document breaks is
-    rejected with the break its format expects. Reads at most `sniff_bytes` of each file for
-    the binary check and stops counting documents at two.
+    rejected with the break its format expects (`min_documents=1`: text that no document is
+    drawn from, such as a vocabulary's). Reads at most `sniff_bytes` of each file for the binary
+    check and stops counting documents at `min_documents`.
     """
     if input_format not in INPUT_FORMATS:
         raise ValueError(f"input_format must be one of {INPUT_FORMATS}, got {input_format!r}")
@@ -173,10 +174,12 @@ def check_corpus_files(files, input_format, sniff_bytes=4 << 20):
                               "looks like a binary file, not UTF-8 text")
         if not text_lines:
             raise CorpusError(f"{path}: empty (no text)")
+    if min_documents <= 1:
+        return
     documents = 0
     for _ in iter_documents(files, input_format):
         documents += 1
-        if documents >= 2:
+        if documents >= min_documents:
             return
     raise CorpusError(
         f"{', '.join(files)}: one document in all, with no document breaks ({input_format} "

@@ -2,13 +2,30 @@
 
 Two steps:
 
-1. Count words. Text goes through BERT's basic tokenization in-graph, in large batches: invalid
-   and control characters removed, optional lower-casing with accents stripped (NFD, then drop
-   the combining marks), spaces around CJK ideographs, split on whitespace and around
-   punctuation (Unicode P* and the ASCII symbols BERT treats as punctuation).
-2. Learn the wordpieces with tensorflow-text's BERT vocabulary learner (the algorithm of
-   `bert_vocab_from_dataset`: a binary search on a count threshold for the number of tokens,
-   deterministic for the same counts), then trim or pad the list to exactly `vocab_size`.
+1. Count words. The text goes through BERT's basic tokenization, the rules of the original
+   `BasicTokenizer` on the character classes of `bert_keras.text.unicode_tables` (the classes
+   the in-graph tokenizer's tables are built from): NUL, U+FFFD and Cc/Cf characters removed,
+   every Zs character, tab, LF and CR a word boundary (as are the other characters
+   `str.split()` splits on that the cleaning keeps, U+2028 and U+2029), spaces around CJK
+   ideographs, optional lower-casing with accents stripped (NFD, then drop the Mn marks), and
+   punctuation (Unicode P* and the ASCII symbols BERT treats as punctuation) split off. So every
+   counted word is one the tokenizer produces: no word holds whitespace, a control character or
+   a character the tokenizer would have removed.
+2. Learn the wordpieces from the word counts with the WordPiece trainer of Hugging Face's
+   `tokenizers` (its pre-tokenizer only splits on whitespace, so the words are ours), asking it
+   for a quarter more tokens than there are free slots, and keep the most used ones. The
+   alphabet is the `max_unique_chars` most frequent characters (ties by codepoint); words
+   holding another character (the tokenizer makes them `[UNK]`) or longer than
+   `max_token_length` are left out. The trainer is made deterministic: the alphabet and the `##`
+   form of every character that can continue a word are given to it in sorted order, so that
+   all its ids, and with them its tie-breaks, are the same on every run.
+
+The vocabulary's order: the special and unused tokens, then the single characters sorted by
+codepoint, then every other token (the `##` forms of characters included) by how often it is
+used when the training words are tokenized with the trainer's tokens, most used first (ties
+sorted). The least used beyond `vocab_size` are dropped (never a single character or its `##`
+form); when the trainer gives fewer tokens (a small corpus), further `[unusedK]` tokens fill the
+list. The same word counts give the same list.
 
 The special tokens take BERT's usual places. With `num_unused=0`: `[PAD] [UNK] [CLS] [SEP]
 [MASK]` are ids 0-4. With `num_unused=K`, the layout of Google's released vocabularies: `[PAD]`
@@ -17,6 +34,8 @@ unused slots (`num_unused=994` gives exactly the ids of the released `vocab.txt`
 
 Example:
 
+>>> split_words("Héllo, WORLD!\\u00a0中文", lower_case=True)
+['hello', ',', 'world', '!', '中', '文']
 >>> counts = {"hello": 10, "world": 8, "worlds": 3, ",": 5}
 >>> vocab = learn_vocabulary(counts, vocab_size=40)
 >>> vocab[:5], len(vocab)
@@ -24,19 +43,22 @@ Example:
 """
 
 import collections
+import functools
 import os
+import re
 import sys
 import time
+import unicodedata
+
+from bert_keras.common.errors import BertKerasError
+from bert_keras.text import unicode_tables
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-
-# BERT's basic tokenizer: ASCII symbols count as punctuation even where Unicode says "symbol".
-_PUNCTUATION = r"[\p{P}!-/:-@\[-`{-~]"
-_CJK = (r"[\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}\x{20000}-\x{2A6DF}\x{2A700}-\x{2B73F}"
-        r"\x{2B740}-\x{2B81F}\x{2B820}-\x{2CEAF}\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}]")
+# The tokenizer makes a longer word a single [UNK] (the original's max_input_chars_per_word).
+MAX_CHARS_PER_WORD = 200
 
 
-class VocabularyBuildError(ValueError):
+class VocabularyBuildError(BertKerasError):
     """The input or the settings do not allow building the vocabulary."""
 
 
@@ -52,124 +74,350 @@ def reserved_tokens(num_unused=0):
             + [f"[unused{i}]" for i in range(before, num_unused)])
 
 
-def make_word_splitter(lower_case):
-    """A function: list of str -> (unique words, counts), BERT's basic tokenization in-graph."""
-    import tensorflow as tf
-    import tensorflow_text as tf_text
+# ---------------------------------------------------------------------------------------------
+# Step 1: BERT's basic tokenization, on whitespace-free chunks of text.
+#
+# `str.split()` cuts a text at every character the original splits on (tab, LF, CR, the Zs
+# spaces, and U+2028/U+2029, which its cleaning keeps and its `split()` then splits on), and
+# also at a few control characters that the original removes instead, joining their two sides
+# (vertical tab, form feed, U+001C-U+001F, U+0085): those are deleted first. A chunk between two
+# cuts then holds no split point but the CJK spaces and the punctuation, and the original's
+# steps give the same words for the chunk alone as for the whole text (it lower-cases and strips
+# accents word by word). Most chunks recur, so each distinct chunk goes through those steps once.
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def split(texts):
-        # Whitespace becomes a space; then NUL, U+FFFD and control characters are dropped.
-        texts = tf.strings.regex_replace(texts, r"\s", " ")
-        texts = tf.strings.regex_replace(texts, r"[\x{0}\x{FFFD}\p{Cc}\p{Cf}]", "")
+
+class _CharMap(dict):
+    """A `str.translate` table filled on first use of a codepoint by `value(char)`."""
+
+    def __init__(self, value):
+        super().__init__()
+        self._value = value
+
+    def __missing__(self, cp):
+        value = self[cp] = self._value(chr(cp))
+        return value
+
+
+def _cleaned(char):
+    """The original's `_clean_text` and `_tokenize_chinese_chars` for one character."""
+    if unicode_tables.is_removed(char):
+        return None
+    if unicode_tables.is_whitespace(char):
+        return " "
+    if unicode_tables.is_cjk_codepoint(ord(char)):
+        return f" {char} "
+    return ord(char)
+
+
+def _punctuation_split(char):
+    return f" {char} " if unicode_tables.is_punctuation(char) else ord(char)
+
+
+def _accent_removed(char):
+    return None if unicodedata.category(char) == "Mn" else ord(char)
+
+
+@functools.lru_cache(maxsize=None)
+def _removed_split_points():
+    """A regex of the characters `str.split()` splits on that the original removes."""
+    chars = [chr(cp) for cp in range(sys.maxunicode + 1)
+             if chr(cp).isspace() and unicode_tables.is_removed(chr(cp))]
+    return re.compile("[" + "".join(re.escape(char) for char in chars) + "]")
+
+
+_CLEAN = _CharMap(_cleaned)
+_PUNCTUATION = _CharMap(_punctuation_split)
+_ACCENTS = _CharMap(_accent_removed)
+# An ASCII chunk without control characters: all of its characters are letters, digits or
+# (BERT's) punctuation, and lower-casing it needs no accent stripping.
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")
+_ASCII_WORDS = re.compile(r"[A-Za-z0-9]+|[!-/:-@\[-`{-~]")
+
+
+def _chunk_words(chunk, lower_case):
+    """The words of the original's basic tokenization of a chunk of text without whitespace."""
+    if chunk.isascii() and not _ASCII_CONTROL.search(chunk):
         if lower_case:
-            texts = tf.strings.lower(texts, encoding="utf-8")
-            texts = tf_text.normalize_utf8(texts, "NFD")
-            texts = tf.strings.regex_replace(texts, r"\p{Mn}", "")
-        texts = tf.strings.regex_replace(texts, f"({_CJK})", r" \1 ")
-        words = tf_text.regex_split(texts, delim_regex_pattern=rf"\s+|{_PUNCTUATION}",
-                                    keep_delim_regex_pattern=_PUNCTUATION)
-        words = words.flat_values
-        words = tf.boolean_mask(words, tf.strings.length(words) > 0)
-        unique, _, counts = tf.unique_with_counts(words, out_idx=tf.int64)
-        return unique, counts
+            chunk = chunk.lower()
+        return [chunk] if chunk.isalnum() else _ASCII_WORDS.findall(chunk)
+    words = []
+    for token in chunk.translate(_CLEAN).split():
+        if lower_case:
+            token = token.lower()
+            if not token.isascii():
+                token = unicodedata.normalize("NFD", token).translate(_ACCENTS)
+        words.extend(token.translate(_PUNCTUATION).split())
+    return words
 
-    def run(lines):
-        unique, counts = split(tf.constant(lines, tf.string))
-        return unique.numpy(), counts.numpy()
+
+def _chunks(text):
+    """The whitespace-free chunks of `text` (see above)."""
+    removed = _removed_split_points()
+    if removed.search(text):
+        text = removed.sub("", text)
+    return text.split()
+
+
+def split_words(text, lower_case):
+    """The words of BERT's basic tokenization of `text`, in order (the words the builder counts).
+
+    >>> split_words("Crème\\u2009brûlée,\\x0cformfeed\\u200a—\\u3000東京", lower_case=True)
+    ['creme', 'brulee', ',', 'formfeed', '—', '東', '京']
+    """
+    return [word for chunk in _chunks(text) for word in _chunk_words(chunk, lower_case)]
+
+
+class WordCounter:
+    """Counts the words of BERT's basic tokenization over many texts, memory bounded.
+
+    `add(text)` counts the whitespace-free chunks of `text`; every `max_chunks` distinct chunks
+    they are turned into words (each distinct chunk once) and added to `counts()`.
+    """
+
+    def __init__(self, lower_case, max_chunks=1 << 20):
+        self.lower_case = bool(lower_case)
+        self.max_chunks = int(max_chunks)
+        self._chunks = collections.Counter()
+        self._words = collections.Counter()
+
+    def add(self, text):
+        self._chunks.update(_chunks(text))
+        if len(self._chunks) >= self.max_chunks:
+            self._fold()
+
+    def _fold(self):
+        words, lower_case = self._words, self.lower_case
+        for chunk, count in self._chunks.items():
+            for word in _chunk_words(chunk, lower_case):
+                words[word] += count
+        self._chunks.clear()
+
+    def counts(self):
+        """{word: count} of everything added."""
+        self._fold()
+        return dict(self._words)
+
+
+def make_word_splitter(lower_case):
+    """A function: list of texts -> (distinct words as UTF-8 bytes, their counts), NumPy arrays.
+
+    The batch interface of `WordCounter` (the words are those of `split_words`).
+    """
+    import numpy as np
+
+    def run(texts):
+        counter = WordCounter(lower_case)
+        for text in texts:
+            counter.add(text.decode("utf-8", errors="replace") if isinstance(text, bytes)
+                        else text)
+        counts = counter.counts()
+        unique = np.empty(len(counts), dtype=object)
+        unique[:] = [word.encode("utf-8") for word in counts]
+        return unique, np.array(list(counts.values()), dtype=np.int64)
 
     return run
 
 
-def count_words(files, lower_case, batch_lines=4096, progress=True):
-    """{word: count} over all lines of `files` (decoded as UTF-8 with replacement)."""
-    split = make_word_splitter(lower_case)
-    counts = collections.Counter()
+def _text_blocks(path, block_bytes):
+    """Blocks of about `block_bytes` of whole lines of a file, decoded as UTF-8 with U+FFFD
+    replacing invalid bytes (which the tokenization then removes)."""
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(block_bytes)
+            if not block:
+                return
+            if not block.endswith(b"\n"):
+                block += f.readline()
+            yield len(block), block.decode("utf-8", errors="replace")
+
+
+def count_words(files, lower_case, block_bytes=1 << 20, progress=True):
+    """{word: count} over all `files` (decoded as UTF-8 with replacement)."""
+    counter = WordCounter(lower_case)
     total = sum(os.path.getsize(f) for f in files) or 1
     done, start, last = 0, time.time(), 0.0
-
-    def add(lines):
-        words, numbers = split(lines)
-        for word, number in zip(words.tolist(), numbers.tolist()):
-            counts[word] += number
-
     for path in files:
-        lines = []
-        with open(path, "rb") as f:
-            for raw in f:
-                done += len(raw)
-                lines.append(raw.decode("utf-8", errors="replace"))
-                if len(lines) >= batch_lines:
-                    add(lines)
-                    lines = []
-                    if progress and time.time() - last > 1.0:
-                        last = time.time()
-                        sys.stderr.write(f"\rcounting words: {100 * done / total:5.1f}% "
-                                         f"{len(counts):,} distinct  {last - start:.0f}s")
-                        sys.stderr.flush()
-        if lines:
-            add(lines)
+        for size, text in _text_blocks(path, block_bytes):
+            counter.add(text)
+            done += size
+            if progress and time.time() - last > 1.0:
+                last = time.time()
+                sys.stderr.write(f"\rcounting words: {100 * done / total:5.1f}%  "
+                                 f"{last - start:.0f}s")
+                sys.stderr.flush()
+    counts = counter.counts()
     if progress:
         sys.stderr.write(f"\rcounting words: 100.0% {len(counts):,} distinct  "
-                         f"{time.time() - start:.0f}s\n")
-    return {word.decode("utf-8", errors="replace"): count for word, count in counts.items()}
+                         f"{time.time() - start:.1f}s\n")
+    return counts
+
+
+# ---------------------------------------------------------------------------------------------
+# Step 2: the wordpieces.
 
 
 def _is_character_token(token):
     return len(token) == 1 or (token.startswith("##") and len(token) == 3)
 
 
+def _as_words(word_counts):
+    """{word: count} with every key split as the basic tokenization splits text (casing left
+    alone): counts of other strings (spaces, punctuation or control characters inside) go to
+    the words the tokenizer would see instead, so no token can hold what it never produces."""
+    words = collections.Counter()
+    for word, count in word_counts.items():
+        if count <= 0:
+            continue
+        if word.isascii() and word.isalnum():
+            words[word] += count
+            continue
+        for piece in split_words(word, lower_case=False):
+            words[piece] += count
+    return words
+
+
+def _alphabet(word_counts, max_unique_chars):
+    """The `max_unique_chars` most frequent characters of the words (ties by codepoint)."""
+    by_count = collections.defaultdict(list)
+    for word, count in word_counts.items():
+        by_count[count].append(word)
+    chars = collections.Counter()
+    for count, words in by_count.items():
+        for char, number in collections.Counter("".join(words)).items():
+            chars[char] += number * count
+    ranked = sorted(chars.items(), key=lambda item: (-item[1], item[0]))
+    return {char for char, _ in ranked[:max_unique_chars]}
+
+
+def _import_tokenizers():
+    try:
+        import tokenizers
+    except ImportError as error:
+        raise VocabularyBuildError("the vocabulary builder needs Hugging Face's tokenizers "
+                                   "package: pip install tokenizers") from error
+    return tokenizers
+
+
+def _train_wordpieces(words, size, alphabet, continuations, min_frequency):
+    """Hugging Face's WordPiece trainer on `words`, (word, count) pairs: a set of at most `size`
+    tokens (more when the alphabet and the `##` forms of `continuations` alone are more)."""
+    tokenizers = _import_tokenizers()
+    tokenizer = tokenizers.Tokenizer(tokenizers.models.WordPiece(unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
+    # The `##` forms as its "special tokens" and the alphabet as its initial one, both sorted:
+    # they take the first ids in this order instead of the order of its word table (a hash map),
+    # so that equal pair counts are broken the same way on every run.
+    trainer = tokenizers.trainers.WordPieceTrainer(
+        vocab_size=size, min_frequency=min_frequency, show_progress=False,
+        special_tokens=sorted("##" + char for char in continuations),
+        initial_alphabet=sorted(alphabet), continuing_subword_prefix="##")
+
+    def texts():
+        # The trainer counts words itself: each word as often as it occurs, in bounded pieces.
+        for word, count in words:
+            while count > 0:
+                repeat = min(count, 1 << 12)
+                count -= repeat
+                yield (word + " ") * repeat
+
+    tokenizer.train_from_iterator(texts(), trainer, length=len(words))
+    return set(tokenizer.get_vocab())
+
+
+def _usage_counts(tokens, words):
+    """{token: how often it is used in the WordPiece tokenization of `words`, (word, count)
+    pairs, with `tokens` as the vocabulary}."""
+    tokenizers = _import_tokenizers()
+    ids = {token: index for index, token in enumerate(["[UNK]"] + sorted(tokens))}
+    tokenizer = tokenizers.Tokenizer(tokenizers.models.WordPiece(
+        ids, unk_token="[UNK]", max_input_chars_per_word=MAX_CHARS_PER_WORD))
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
+    used = [0] * len(ids)
+    for begin in range(0, len(words), 8192):
+        batch = words[begin:begin + 8192]
+        encodings = tokenizer.encode_batch([word for word, _ in batch], add_special_tokens=False)
+        for encoding, (_, count) in zip(encodings, batch):
+            for index in encoding.ids:
+                used[index] += count
+    return {token: used[index] for token, index in ids.items() if token in tokens}
+
+
 def learn_vocabulary(word_counts, vocab_size, num_unused=0, max_unique_chars=1000,
-                     lower_thresh=2, num_iterations=4, max_input_tokens=5000000,
-                     max_token_length=50, progress=False):
+                     min_frequency=2, max_token_length=50, oversample=1.25, progress=False):
     """A list of exactly `vocab_size` tokens learned from `word_counts` ({word: count}).
 
-    The learner aims at `vocab_size` within a few percent; extra tokens are dropped from the
-    end (the rarest wordpieces, never a single character or its `##` form) and missing ones are
-    filled with further `[unusedK]` tokens.
+    Args:
+      word_counts: {word: count}, words of BERT's basic tokenization (as `count_words` gives;
+        another string counts as the words the tokenization splits it into).
+      vocab_size: the number of tokens, special and unused ones included.
+      num_unused: `[unusedK]` tokens to reserve (see `reserved_tokens`).
+      max_unique_chars: the most frequent characters kept as tokens; words with rarer ones are
+        left out (the tokenizer makes them `[UNK]`).
+      min_frequency: a pair of pieces seen fewer times is never merged.
+      max_token_length: longer words are left out.
+      oversample: the trainer learns this many times the free slots, and the most used of its
+        tokens fill them (1.25 splits held-out words into fewer pieces than 1 or 2 do).
     """
-    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
     reserved = reserved_tokens(num_unused)
+    start = time.time()
+    word_counts = _as_words(word_counts)
     if not word_counts:
         raise VocabularyBuildError("no words in the input: nothing to learn a vocabulary from")
     if vocab_size <= len(reserved):
         raise VocabularyBuildError(f"vocab_size={vocab_size} leaves no room after the "
                                    f"{len(reserved)} special and unused tokens")
-    # Sorted, so that the learner sees the same order for the same counts.
-    ordered = sorted(word_counts.items(), key=lambda item: (-item[1], item[0]))
-    start = time.time()
+    alphabet = _alphabet(word_counts, max_unique_chars)
+    # Sorted, so that the result does not depend on the order of `word_counts`.
+    words = sorted(((word, count) for word, count in word_counts.items()
+                    if len(word) <= max_token_length and alphabet.issuperset(word)),
+                   key=lambda item: (-item[1], item[0]))
+    if not words:
+        raise VocabularyBuildError(f"no word of at most max_token_length={max_token_length} "
+                                   "characters in the input")
+    # `##c` for every character that can continue a word: not the ones that are always words of
+    # their own (punctuation, CJK ideographs), but any seen continuing one.
+    continuations = {char for char in alphabet if not unicode_tables.is_punctuation(char)
+                     and not unicode_tables.is_cjk_codepoint(ord(char))}
+    continuations.update(char for word, _ in words for char in word[1:])
     if progress:
-        sys.stderr.write(f"learning wordpieces from {len(ordered):,} distinct words...\n")
-    tokens = learner.learn(ordered, vocab_size, reserved, lower_thresh=lower_thresh,
-                           num_iterations=num_iterations, max_input_tokens=max_input_tokens,
-                           max_token_length=max_token_length, max_unique_chars=max_unique_chars)
-    if progress:
-        sys.stderr.write(f"learned {len(tokens):,} tokens in {time.time() - start:.0f}s\n")
-    assert tokens[:len(reserved)] == reserved
-    learned = tokens[len(reserved):]
-    excess = len(reserved) + len(learned) - vocab_size
+        sys.stderr.write(f"learning wordpieces from {len(words):,} distinct words...\n")
+    free = vocab_size - len(reserved)
+    tokens = _train_wordpieces(words, max(free, int(free * oversample)), alphabet, continuations,
+                               min_frequency)
+    tokens.update(alphabet)
+    tokens.update("##" + char for char in continuations)
+    used = _usage_counts(tokens, words)
+    characters = sorted(token for token in tokens if len(token) == 1)
+    others = sorted((token for token in tokens if len(token) > 1),
+                    key=lambda token: (-used[token], token))
+    excess = len(reserved) + len(tokens) - vocab_size
     if excess > 0:
         kept = []
-        for token in reversed(learned):
+        for token in reversed(others):
             if excess > 0 and not _is_character_token(token):
                 excess -= 1
                 continue
             kept.append(token)
         if excess > 0:
             raise VocabularyBuildError(
-                f"vocab_size={vocab_size} is too small for the {len(kept)} single characters of "
-                "the input; raise vocab_size or lower max_unique_chars")
-        learned = kept[::-1]
-    vocabulary = reserved + learned
+                f"vocab_size={vocab_size} is too small for the {len(kept) + len(characters)} "
+                "single characters of the input and their ## forms; raise vocab_size or lower "
+                "max_unique_chars")
+        others = kept[::-1]
+    vocabulary = reserved + characters + others
     next_unused = num_unused
     while len(vocabulary) < vocab_size:
         vocabulary.append(f"[unused{next_unused}]")
         next_unused += 1
+    if progress:
+        sys.stderr.write(f"learned {len(tokens):,} candidate tokens, kept "
+                         f"{len(characters) + len(others):,}, in {time.time() - start:.1f}s\n")
     return vocabulary
 
 
 def build_vocabulary(files, vocab_size, lower_case=True, num_unused=0, progress=True, **kwargs):
-    """Counts the words of `files` and learns a vocabulary of exactly `vocab_size` tokens."""
+    """Counts the words of `files` and learns a vocabulary of exactly `vocab_size` tokens
+    (`kwargs`: those of `learn_vocabulary`)."""
     if not files:
         raise VocabularyBuildError("no input files")
     counts = count_words(files, lower_case, progress=progress)

@@ -17,9 +17,9 @@ cased and uncased:
                            the exact path); words are the wordpieces of a word joined
     tokenizer.offsets      `BertTokenizer.tokenize_with_offsets` (in graph: the exact path with
                            its own word splitting of the normalized codepoints); words joined
-    vocab_builder          `bert_keras.text.vocab_builder.make_word_splitter` (in graph: RE2
-                           regexes and tf-text's `normalize_utf8`); it returns the distinct
-                           words of a batch with their counts, so it is compared as a multiset
+    vocab_builder          `bert_keras.text.vocab_builder.make_word_splitter` (Python on the
+                           `unicode_tables` rules); it returns the distinct words of a batch
+                           with their counts, so it is compared as a multiset
 
 For the wordpiece copies the vocabulary holds every character of the expected words alone and
 as "##" continuation, so that every word is covered and joining its pieces gives the word back
@@ -96,26 +96,7 @@ COPIES = ["original", "words", "tokenizer.basic", "tokenizer.tokenize", "tokeniz
 
 # {copy: {character: why it differs}}: a case of that copy whose texts hold one of these
 # characters is a strict xfail.
-KNOWN_DIFFERENCES = {
-    "vocab_builder": {
-        "\u00a0": "U+00A0 NO-BREAK SPACE (Zs): the original splits on it; make_word_splitter "
-                  "maps only RE2's ASCII \\s ([\\t\\n\\f\\r ]) to spaces and keeps it inside "
-                  "the word",
-        "\u2009": "U+2009 THIN SPACE (Zs): the original splits on it; make_word_splitter's RE2 "
-                  "\\s is ASCII-only and keeps it inside the word",
-        "\u200a": "U+200A HAIR SPACE (Zs): the original splits on it; make_word_splitter's RE2 "
-                  "\\s is ASCII-only and keeps it inside the word",
-        "\u3000": "U+3000 IDEOGRAPHIC SPACE (Zs): the original splits on it; make_word_splitter's "
-                  "RE2 \\s is ASCII-only and keeps it inside the word",
-        "\x0c": "U+000C FORM FEED (Cc): the original removes it (joining the two sides); "
-                "make_word_splitter's RE2 \\s matches it and splits there",
-        "\u2028": "U+2028 LINE SEPARATOR (Zl): the original keeps it, then str.split() splits on "
-                  "it; make_word_splitter's RE2 \\s does not match it and keeps it inside the word",
-        "\u2029": "U+2029 PARAGRAPH SEPARATOR (Zp): the original keeps it, then str.split() "
-                  "splits on it; make_word_splitter's RE2 \\s does not match it and keeps it "
-                  "inside the word",
-    },
-}
+KNOWN_DIFFERENCES = {}
 
 
 @functools.lru_cache(maxsize=None)

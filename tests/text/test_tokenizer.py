@@ -299,12 +299,13 @@ def test_matches_the_original_package_when_installed(uncased, cased):
 @pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
 def test_stored_fast_path_pattern_equals_the_computed_one(lower_case):
     """The package's precomputed fast-path pattern (when of this tf-text and Unicode version)."""
-    import bert_keras.text.tokenizer as tokenizer_module
+    from bert_keras.text import fast_path
+    from bert_keras.text import tokenizer as tokenizer_module
     from bert_keras.text import unicode_tables
 
     path = os.path.join(unicode_tables.TABLES_DIR,
-                        tokenizer_module.fast_path_pattern_file_name(lower_case))
+                        fast_path.fast_path_pattern_file_name(lower_case))
     if not os.path.exists(path):
         pytest.skip(f"no precomputed pattern for this tf-text/Unicode version ({path})")
     with open(path, encoding="utf-8") as f:
-        assert f.read() == tokenizer_module.compute_fast_path_pattern(lower_case)
+        assert f.read() == fast_path.compute_fast_path_pattern(lower_case)
