@@ -38,7 +38,6 @@ Example:
 """
 
 import dataclasses
-import random
 
 import numpy as np
 
@@ -47,6 +46,7 @@ from bert_keras.common.cli import option
 # The static masking lives with the masked-LM rule; its names stay importable from here.
 from bert_keras.data.masking import (choose_masked_positions, mask_instances,  # noqa: F401
                                     masking_candidates)
+from bert_keras.data.random_draws import FastRandom, make_generators  # noqa: F401
 from bert_keras.text.truncation import truncated_pair_lengths
 
 
@@ -388,27 +388,6 @@ def instances_from_spans(token_ids, spans, options, special, np_rng):
         masked_lm_positions=positions, masked_lm_ids=labels, masked_lm_weights=weights,
         next_sentence_labels=spans.is_random_next.astype(np.int32), lengths=lengths,
         replacement_counts=counts)
-
-
-class FastRandom(random.Random):
-    """`random.Random` with a `randint` drawn from one `random()` call.
-
-    `random.Random.randint` goes through `randrange` and rejection sampling (about 0.3 us a
-    call here, against 0.15 us), and the sentence loop makes two or three calls per instance.
-    `a + floor(u * (b - a + 1))` with a 53-bit uniform `u` is uniform on [a, b] to within
-    2**-53 * (b - a + 1), far below anything measurable.
-    """
-
-    def randint(self, a, b):
-        return a + int(self.random() * (b - a + 1))
-
-
-def make_generators(seed):
-    """The two random generators for one unit of work, from an int or a sequence of ints."""
-    sequence = np.random.SeedSequence(seed)
-    python_seed, numpy_seed = sequence.spawn(2)
-    return (FastRandom(int(python_seed.generate_state(2, np.uint64)[0])),
-            np.random.default_rng(numpy_seed))
 
 
 def create_instances(documents, options, special, seed, batch_size=8192, pool=None,
