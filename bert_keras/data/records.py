@@ -25,6 +25,7 @@ Example:
 
 import glob
 import os
+import re
 
 import numpy as np
 
@@ -83,6 +84,44 @@ def expand_file_pattern(file_pattern):
         files.extend(sorted(matched))
     if not files:
         raise RecordsError(f"no pre-training record files match {file_pattern!r}")
+    check_complete_run(files)
     return files
+
+
+_SHARD = re.compile(r"^(?P<prefix>.*)shard-(?P<index>\d{5})-of-(?P<total>\d{5})\.tfrecord$")
+
+
+def check_complete_run(files):
+    """Refuses shards of a `create_pretraining_data` run that did not finish: a folder holding
+    the run's `manifest.json` but not its `stats.json` (written last), or shards missing from
+    the folder (`shard-00003-of-00008` present, another of the 8 absent). Files named otherwise
+    are not checked. Raises `RecordsError` naming the folder."""
+    import tensorflow as tf
+
+    runs = {}
+    for path in files:
+        match = _SHARD.match(os.path.basename(path))
+        if match:
+            key = (os.path.dirname(path), match["prefix"], int(match["total"]))
+            runs.setdefault(key, set()).add(int(match["index"]))
+    for (folder, prefix, total), indices in sorted(runs.items()):
+        manifest = os.path.join(folder, f"{prefix}manifest.json")
+        if tf.io.gfile.exists(manifest) and not tf.io.gfile.exists(
+                os.path.join(folder, f"{prefix}stats.json")):
+            raise RecordsError(
+                f"{folder}: the data run that wrote these shards did not finish ({prefix}manifest"
+                f".json but no {prefix}stats.json); rerun create_pretraining_data with the same "
+                "flags to complete it instead of training on part of the data")
+        present = set(indices)
+        for name in tf.io.gfile.listdir(folder) if tf.io.gfile.isdir(folder) else ():
+            match = _SHARD.match(name)
+            if match and match["prefix"] == prefix and int(match["total"]) == total:
+                present.add(int(match["index"]))
+        missing = sorted(set(range(total)) - present)
+        if missing:
+            raise RecordsError(
+                f"{folder}: {len(missing)} of the {total} shards of {prefix or 'this'} run are "
+                f"missing (e.g. {prefix}shard-{missing[0]:05d}-of-{total:05d}.tfrecord); "
+                "training on the rest would use part of the data without saying so")
 
 

@@ -135,6 +135,13 @@ class PretrainingOptions:
         allowed = optimization.MIXED_PRECISION_POLICIES + (optimization.AUTO_DTYPE,)
         if self.mixed_precision not in allowed:
             raise ValueError(f"mixed_precision must be one of {allowed}")
+        if not self.learning_rate > 0:
+            raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
+        for name in ("weight_decay", "clip_norm"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not self.adam_epsilon > 0:
+            raise ValueError(f"adam_epsilon must be positive, got {self.adam_epsilon}")
         if not 0 < self.masked_lm_prob < 1:
             raise ValueError(f"masked_lm_prob must be in (0, 1), got {self.masked_lm_prob}")
 

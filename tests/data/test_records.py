@@ -158,3 +158,25 @@ def test_records_of_the_original_tool_are_read(tmp_path):
         assert np.all(weights.sum(axis=1) >= 1)
         count += len(ids)
     assert count > 10
+
+
+def test_shards_of_an_unfinished_or_incomplete_run_are_refused(tmp_path):
+    """Training must not quietly use part of the data: a data run killed before its stats.json,
+    or a folder missing some of its shard-K-of-N files, is refused naming the folder."""
+    from bert_keras.data.records import RecordsError, expand_file_pattern
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for index in range(4):
+        (folder / f"shard-{index:05d}-of-00004.tfrecord").write_bytes(b"")
+    (folder / "manifest.json").write_text("{}")
+    with pytest.raises(RecordsError, match="did not finish"):
+        expand_file_pattern(str(folder / "*.tfrecord"))
+    (folder / "stats.json").write_text("{}")
+    assert len(expand_file_pattern(str(folder / "*.tfrecord"))) == 4
+    # A subset named on purpose is fine while the folder holds the whole run ...
+    assert len(expand_file_pattern(str(folder / "shard-00000-of-00004.tfrecord"))) == 1
+    # ... but not when shards are gone.
+    (folder / "shard-00002-of-00004.tfrecord").unlink()
+    with pytest.raises(RecordsError, match="1 of the 4 shards .* missing .*shard-00002-of-00004"):
+        expand_file_pattern(str(folder / "*.tfrecord"))
