@@ -126,6 +126,9 @@ def _check_config(config):
         Vocabulary.from_file(config.vocab_file).check_casing(config.do_lower_case)
     except ValueError as error:
         raise PipelineError(f"bad --vocab_file: {error}") from error
+    # Text a corpus can be made of (not binary, compressed or empty; two documents at least),
+    # checked as the main job checks it, before anything is written.
+    pretraining_corpus.check_corpus_files(task_files(config), config.input_format)
 
 
 def task_files(config):

@@ -127,6 +127,7 @@ def convert_hf_checkpoint(input_dir, output_dir, do_lower_case=None):
     config = BertConfig.from_hf_config(os.path.join(input_dir, "config.json"))
     vocab = Vocabulary.from_file(os.path.join(input_dir, "vocab.txt"))
     vocab.check_size(config.vocab_size, os.path.join(input_dir, "config.json"))
+    _check_casing(vocab, do_lower_case)
     if do_lower_case is None:
         tokenizer_config = os.path.join(input_dir, "tokenizer_config.json")
         if os.path.exists(tokenizer_config):
@@ -158,12 +159,24 @@ def read_tf1_weights(checkpoint_path, config):
     return arrays
 
 
+def _check_casing(vocab, do_lower_case):
+    """Refuses a casing asked for that the vocabulary cannot have: an uncased vocabulary used
+    without lower-casing maps every capitalized word to pieces or [UNK] (and the reverse)."""
+    if do_lower_case is None or bool(do_lower_case) == vocab.is_uncased():
+        return
+    kind = "an uncased" if vocab.is_uncased() else "a cased"
+    raise ConversionError(f"{vocab.path} is {kind} vocabulary, but --do_lower_case="
+                          f"{str(bool(do_lower_case)).lower()}: pass --do_lower_case="
+                          f"{str(vocab.is_uncased()).lower()} (or auto)")
+
+
 def convert_tf1_checkpoint(checkpoint_path, output_dir, do_lower_case=None):
     """Converts `.../bert_model.ckpt` (config and vocab beside it) into a model directory."""
     directory = os.path.dirname(checkpoint_path) or "."
     config = BertConfig.from_json_file(os.path.join(directory, "bert_config.json"))
     vocab = Vocabulary.from_file(os.path.join(directory, "vocab.txt"))
     vocab.check_size(config.vocab_size, os.path.join(directory, "bert_config.json"))
+    _check_casing(vocab, do_lower_case)
     if do_lower_case is None:
         do_lower_case = vocab.is_uncased()
     arrays = read_tf1_weights(checkpoint_path, config)

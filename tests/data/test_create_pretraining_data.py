@@ -208,7 +208,8 @@ def test_empty_input_fails_without_output(tmp_path):
     empty.write_text("\n \n\t\n\n")
     output_dir = str(tmp_path / "out")
     result = run_tool(output_dir, "--num_workers=1", inputs=str(empty))
-    assert result.returncode == 1 and "no document" in result.stderr
+    # The corpus check names the file (the main job's check, shared since).
+    assert result.returncode == 1 and f"{empty}: empty (no text)" in result.stderr
     assert not os.path.exists(output_dir)
 
 
@@ -308,3 +309,14 @@ def test_a_cased_vocabulary_with_lower_casing_is_refused(tmp_path):
     assert result.returncode == 1
     assert "is a cased vocabulary" in result.stderr and "--nodo_lower_case" in result.stderr
     assert_no_output(output_dir)
+
+
+def test_binary_or_compressed_input_is_refused_not_turned_into_records(tmp_path):
+    import gzip
+
+    packed = tmp_path / "corpus.txt.gz"
+    packed.write_bytes(gzip.compress(("A sentence.\nAnother one.\n\nA new document.\n" * 50).encode()))
+    output_dir = str(tmp_path / "out")
+    result = run_tool(output_dir, "--num_workers=1", inputs=str(packed))
+    assert result.returncode == 1 and str(packed) in result.stderr and "binary" in result.stderr
+    assert not os.path.exists(output_dir)

@@ -14,7 +14,7 @@ from bert_keras.model.checkpoint_names import WeightsError
 from bert_keras.model.config import BertConfig, ConfigError
 from bert_keras.modeldir import convert, model_dir
 from bert_keras.modeldir.loading import load_pretraining_model
-from bert_keras.text.vocab import VocabularyError
+from bert_keras.text.vocab import Vocabulary, VocabularyError
 from model_fixtures import numpy_bert, random_weights, tiny_vocab_tokens
 
 CONFIG = BertConfig.from_preset("tiny", vocab_size=40, max_position_embeddings=24)
@@ -192,3 +192,23 @@ def test_load_encoder_refuses_a_malformed_config(tmp_path):
     (output / "bert_config.json").unlink()
     with pytest.raises(model_dir.ModelDirError, match="missing bert_config.json"):
         bert_keras.load_encoder(str(output))
+
+
+def test_a_casing_the_vocabulary_cannot_have_is_refused(tmp_path):
+    """--do_lower_case=false on an uncased vocabulary would map every capitalized word to [UNK]
+    in fine-tuning and in the exported preprocessor: the conversion stops before writing."""
+    arrays = random_weights(_all_shapes(CONFIG), seed=5, scale=0.1)
+    source = tmp_path / "hf"
+    source.mkdir()
+    hf_config = dict(CONFIG.to_dict(), model_type="bert", architectures=["BertForPreTraining"])
+    (source / "config.json").write_text(json.dumps(hf_config))
+    tokens = tiny_vocab_tokens(CONFIG.vocab_size)
+    (source / "vocab.txt").write_text("\n".join(tokens) + "\n")
+    save_file(_hf_arrays(arrays, "bert.", False), str(source / "model.safetensors"))
+    uncased = Vocabulary(tokens).is_uncased()
+    output = tmp_path / "converted"
+    with pytest.raises(convert.ConversionError, match="vocabulary, but --do_lower_case="):
+        convert.convert_hf_checkpoint(str(source), str(output), do_lower_case=not uncased)
+    assert not output.exists()
+    convert.convert_hf_checkpoint(str(source), str(output), do_lower_case=uncased)
+    assert model_dir.read_do_lower_case(str(output)) is uncased
