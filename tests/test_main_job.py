@@ -166,6 +166,20 @@ def test_a_rerun_resumes_instead_of_redoing(finished_job, capsys):
         assert os.path.getmtime(os.path.join(options.paths()["stages"], f"{name}.json")) == stamp
 
 
+def test_a_rerun_with_other_settings_is_refused(finished_job):
+    """A finished work directory must not report its old results as a run with another corpus,
+    preset or step count."""
+    import dataclasses
+
+    options, _ = finished_job
+    stamp = os.path.getmtime(options.paths()["results"])
+    other = dataclasses.replace(options, num_train_steps=options.num_train_steps + 1,
+                                preset="mini")
+    with pytest.raises(ValueError, match="other settings .*num_train_steps.*preset"):
+        main_job.run_main_job(other)
+    assert os.path.getmtime(options.paths()["results"]) == stamp
+
+
 def test_an_interrupted_stage_is_redone(finished_job, tmp_path):
     options, _ = finished_job
     stages_dir = options.paths()["stages"]

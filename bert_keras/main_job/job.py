@@ -1,5 +1,6 @@
 """`run_main_job`: every stage in order (or resumed), then `results.json` and the printout."""
 
+import dataclasses
 import json
 import os
 
@@ -64,6 +65,30 @@ def _print_comparison(finetune):
         print(f"  {side:<12} " + " ".join(f"{values['curve'][str(size)]:6.3f}" for size in sizes))
 
 
+def _settings(options):
+    """The options that decide the results (everything but where they go), as JSON values."""
+    values = dataclasses.asdict(options)
+    values.pop("work_dir")
+    return json.loads(json.dumps(values, default=list))
+
+
+def check_same_settings(options):
+    """Refuses to resume a work directory written with other settings: its finished stages
+    would be reported as this run's (ValueError naming the settings that differ)."""
+    path = options.paths()["options"]
+    if not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as f:
+        before = json.load(f)
+    now = _settings(options)
+    different = sorted(name for name in set(before) | set(now) if before.get(name) != now.get(name))
+    if different:
+        details = "; ".join(f"{name}: {before.get(name)!r} there, {now.get(name)!r} now"
+                            for name in different[:6])
+        raise ValueError(f"{options.paths()['root']} holds a run with other settings ({details}); "
+                         "choose another --work_dir, or remove it to start again")
+
+
 def run_main_job(options):
     """Runs (or resumes) every stage; writes `results.json`; returns {stage: result}."""
     check_options(options)
@@ -72,7 +97,10 @@ def run_main_job(options):
         stages_lib.check_inputs(options)
     if not os.path.exists(os.path.join(paths["stages"], "finetune.json")):
         stages_lib.check_finetune_inputs(options)
+    check_same_settings(options)
     os.makedirs(paths["root"], exist_ok=True)
+    write_text_atomic(paths["options"], json.dumps(_settings(options), indent=2, sort_keys=True)
+                      + "\n")
     stages = stages_lib.Stages(paths["stages"])
     functions = {"vocab": stages_lib.build_vocab_stage, "data": stages_lib.create_data_stage,
                  "pretrain": stages_lib.pretrain_stage, "evaluate": stages_lib.evaluate_stage,

@@ -111,6 +111,7 @@ class MainJobOptions:
             "encoder": os.path.join(root, "export", "encoder"),
             "classifier": os.path.join(root, "export", "classifier"),
             "stages": os.path.join(root, "stages"),
+            "options": os.path.join(root, "options.json"),
             "results": os.path.join(root, RESULTS_NAME),
         }
 
