@@ -264,6 +264,8 @@ def test_the_comparison_with_a_random_model_as_the_pre_trained_one(finished_job,
     ("--finetune_train_examples=-3", "--finetune_train_examples"),
     ("--learning_curve=100,x", "--learning_curve"),
     ("--finetune_learning_rates=-1e-3", "--finetune_learning_rates"),
+    ("--num_train_steps=0", "--num_train_steps must be positive"),
+    ("--max_seq_length=1000", "exceeds the 512 positions"),
 ])
 def test_bad_comparison_flags_stop_the_job_before_anything_is_written(flag, message, tmp_path):
     work_dir = tmp_path / "work"

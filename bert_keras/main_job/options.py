@@ -121,3 +121,22 @@ def check_options(options):
     if options.finetune_task not in SINGLE_SENTENCE_TASKS:
         raise ValueError(f"finetune_task must be one of {SINGLE_SENTENCE_TASKS} (a single-sentence "
                          f"classification task, for the raw-text demo), got {options.finetune_task!r}")
+    for name in ("vocab_size", "max_seq_length", "max_predictions_per_seq", "dupe_factor",
+                 "train_batch_size", "num_train_steps", "finetune_seq_length",
+                 "finetune_batch_size"):
+        if getattr(options, name) <= 0:
+            raise ValueError(f"--{name} must be positive, got {getattr(options, name)}")
+    if not options.learning_rate > 0:
+        raise ValueError(f"--learning_rate must be positive, got {options.learning_rate}")
+    if not 0 < options.masked_lm_prob < 1:
+        raise ValueError(f"--masked_lm_prob must be in (0, 1), got {options.masked_lm_prob}")
+    if options.max_predictions_per_seq > options.max_seq_length:
+        raise ValueError(f"--max_predictions_per_seq={options.max_predictions_per_seq} exceeds "
+                         f"--max_seq_length={options.max_seq_length}")
+    from bert_keras.model.config import BertConfig
+
+    positions = BertConfig.from_preset(options.preset, vocab_size=8).max_position_embeddings
+    for name in ("max_seq_length", "finetune_seq_length"):
+        if getattr(options, name) > positions:
+            raise ValueError(f"--{name}={getattr(options, name)} exceeds the {positions} "
+                             f"positions of the {options.preset} preset")
