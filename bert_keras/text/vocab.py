@@ -45,6 +45,8 @@ class Vocabulary:
         path = os.fspath(path)
         if not os.path.exists(path):
             raise VocabularyError(f"{path}: vocabulary file not found")
+        if os.path.isdir(path):
+            raise VocabularyError(f"{path}: a directory, not a vocabulary file (vocab.txt)")
         tokens = []
         with open(path, "rb") as f:
             for line_number, raw in enumerate(f, start=1):
@@ -52,6 +54,9 @@ class Vocabulary:
                     line = raw.decode("utf-8")
                 except UnicodeDecodeError as error:
                     raise VocabularyError(f"{path}: line {line_number}: not valid UTF-8 ({error})") from error
+                if line_number == 1 and line.startswith("\ufeff"):
+                    raise VocabularyError(f"{path}: line 1 starts with a byte-order mark (U+FEFF); "
+                                          "save the file as UTF-8 without it")
                 token = line.rstrip("\n").rstrip("\r")
                 # The original reader strips each line; a token with inner or edge spaces
                 # would never be produced by the tokenizer.

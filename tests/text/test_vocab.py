@@ -27,3 +27,15 @@ def test_special_ids():
     assert Vocabulary(SPECIAL).special_ids() == {
         "padding_id": 0, "unknown_id": 1, "start_of_sequence_id": 2, "end_of_segment_id": 3,
         "mask_id": 4}
+
+
+def test_a_byte_order_mark_or_a_directory_is_named_not_misread(tmp_path):
+    """A vocab.txt saved with a byte-order mark was reported as "missing [PAD]"."""
+    from bert_keras.text.vocab import Vocabulary, VocabularyError
+
+    path = tmp_path / "vocab.txt"
+    path.write_bytes("\ufeff[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n".encode("utf-8"))
+    with pytest.raises(VocabularyError, match="line 1 starts with a byte-order mark"):
+        Vocabulary.from_file(path)
+    with pytest.raises(VocabularyError, match="a directory, not a vocabulary file"):
+        Vocabulary.from_file(tmp_path)
