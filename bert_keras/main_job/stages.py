@@ -3,25 +3,13 @@ the work directory (see `bert_keras.main_job`), and the record of finished stage
 rerun resume.
 """
 
-import glob
 import json
 import os
 import time
 
+from bert_keras.common.cli import expand_files
 from bert_keras.common.files import write_text_atomic
 from bert_keras.main_job.options import STAGES
-
-def _files(pattern_list):
-    files = []
-    for pattern in str(pattern_list).split(","):
-        pattern = pattern.strip()
-        if pattern:
-            matched = sorted(glob.glob(pattern))
-            if not matched:
-                raise FileNotFoundError(f"no file matches {pattern!r}")
-            files.extend(matched)
-    return files
-
 
 class Stages:
     """Records finished stages in `stages/<name>.json` and prints a header per stage."""
@@ -61,8 +49,9 @@ def check_inputs(options):
     """Checks the training and held-out text before anything is written (`CorpusError`)."""
     from bert_keras.data.corpus import check_corpus_files
 
-    check_corpus_files(_files(options.input_files), options.input_format)
-    check_corpus_files(_files(options.heldout_files), options.input_format)
+    check_corpus_files(expand_files(options.input_files), options.input_format)
+    check_corpus_files(expand_files(options.heldout_files, "heldout_files"),
+                       options.input_format)
 
 
 def check_finetune_inputs(options):
@@ -84,7 +73,7 @@ def check_finetune_inputs(options):
 def build_vocab_stage(options, paths):
     from bert_keras.text import vocab_builder
 
-    tokens = vocab_builder.build_vocabulary(_files(options.input_files), options.vocab_size,
+    tokens = vocab_builder.build_vocabulary(expand_files(options.input_files), options.vocab_size,
                                             lower_case=options.do_lower_case)
     os.makedirs(os.path.dirname(paths["vocab"]), exist_ok=True)
     vocab_builder.write_vocabulary(tokens, paths["vocab"])
@@ -100,9 +89,10 @@ def create_data_stage(options, paths):
         max_predictions_per_seq=options.max_predictions_per_seq,
         masked_lm_prob=options.masked_lm_prob, dupe_factor=options.dupe_factor)
     results = {}
-    for split, files, shards in (("train", options.input_files, 4), ("heldout", options.heldout_files, 1)):
+    for split, flag, shards in (("train", "input_files", 4), ("heldout", "heldout_files", 1)):
         config = pretraining_pipeline.PipelineConfig(
-            input_files=_files(files), vocab_file=paths["vocab"], output_dir=paths[f"{split}_data"],
+            input_files=expand_files(getattr(options, flag), flag), vocab_file=paths["vocab"],
+            output_dir=paths[f"{split}_data"],
             do_lower_case=options.do_lower_case, options=instance_options,
             seed=options.seed + (split == "heldout"), num_output_shards=shards,
             num_workers=options.num_workers, input_format=options.input_format)
