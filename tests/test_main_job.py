@@ -25,7 +25,8 @@ QUICK_COMPARISON = dict(finetune_train_examples=1000, finetune_selection_example
 def finished_job(tmp_path_factory):
     options = main_job.MainJobOptions(
         work_dir=str(tmp_path_factory.mktemp("main_job")), vocab_size=1200, dupe_factor=1,
-        num_train_steps=300, save_checkpoints_steps=150, steps_per_execution=50, train_batch_size=32,
+        max_seq_length=64, max_predictions_per_seq=10, num_train_steps=300,
+        save_checkpoints_steps=150, steps_per_execution=50, train_batch_size=32,
         num_workers=1, finetune_seq_length=48, **QUICK_COMPARISON)
     return options, main_job.run_main_job(options)
 
@@ -198,7 +199,7 @@ def _bad_input(kind, tmp_path):
     elif kind == "binary":
         path.write_bytes(bytes(range(256)) * 64)
     else:
-        with open(bundled.DEFAULT_TRAIN_FILE, encoding="utf-8") as f:
+        with open(bundled.WIKITEXT_TRAIN_FILE, encoding="utf-8") as f:
             paragraphs = [line for line in f if line.strip() and not line.lstrip().startswith("=")]
         path.write_text("".join(paragraphs[:50]), encoding="utf-8")
     return path

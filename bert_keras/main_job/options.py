@@ -8,20 +8,20 @@ import os
 
 from bert_keras.common import cli
 from bert_keras.common.cli import option
-from bert_keras.data.bundled import (DEFAULT_FINETUNE_DATA_DIR, DEFAULT_HELDOUT_FILE,
-                                     DEFAULT_TRAIN_FILE)
+from bert_keras.data.bundled import (BOOKS_HELDOUT_FILE, BOOKS_TRAIN_FILE,
+                                     DEFAULT_FINETUNE_DATA_DIR)
 from bert_keras.data.corpus import INPUT_FORMATS
 from bert_keras.distribution import strategy_option
 from bert_keras.optimization import dtype_option
 
-# Sentences in the style of the bundled corpus (word-tokenized WikiText); [MASK] marks a word
-# to predict.
+# Sentences in the style of the bundled corpus (novels and essays); [MASK] marks a word to
+# predict.
 DEFAULT_SENTENCES = (
-    "He was born [MASK] London , the son of a farmer .",
-    "It is one of the largest cities [MASK] the world .",
-    "The lobster is a species of [MASK] from the eastern Atlantic Ocean .",
-    "The [MASK] was built in the 19th century .",
-    "In 1914 , the war [MASK] out in Europe .",
+    "She opened the [MASK] and looked out into the garden.",
+    "He put his hand in his [MASK] and took out a letter.",
+    "It was a cold [MASK] in the middle of winter.",
+    "\"I do not know,\" [MASK] said, shaking her head.",
+    "They walked together down to the [MASK] of the river.",
 )
 # Movie-review sentences in the style of SST-2 (lower-cased, word-tokenized) for the classifier.
 DEFAULT_CLASSIFY_SENTENCES = (
@@ -43,9 +43,10 @@ class MainJobOptions:
     """Settings of the main job; the defaults fit a 2-core CPU in a few minutes."""
 
     work_dir: str = option("bert_keras_work", "Where every output goes; a rerun resumes.")
-    input_files: str = option(DEFAULT_TRAIN_FILE, "Training text: comma-separated files or globs "
-                              "(default: bundled WikiText).")
-    heldout_files: str = option(DEFAULT_HELDOUT_FILE, "Held-out text for evaluation.")
+    input_files: str = option(BOOKS_TRAIN_FILE, "Training text: comma-separated files or globs "
+                              "(default: passages of the 28 bundled public-domain books).")
+    heldout_files: str = option(BOOKS_HELDOUT_FILE, "Held-out text for evaluation (default: the "
+                                "last pages of 6 of the books).")
     input_format: str = option("paragraphs", "paragraphs: one paragraph per line, ' = Title = ' "
                                "starts a document; sentences: one sentence per line, blank line "
                                "between documents.", choices=INPUT_FORMATS)
@@ -53,20 +54,20 @@ class MainJobOptions:
     vocab_size: int = option(5000, "WordPiece vocabulary size.")
     preset: str = option("tiny", "Model size: tiny, mini, small, medium, base, large or "
                          "L{layers}_H{hidden}.")
-    max_seq_length: int = cli.max_seq_length_option(32, "Pre-training sequence length.")
-    max_predictions_per_seq: int = option(5, "Masked positions per sequence.")
+    max_seq_length: int = cli.max_seq_length_option(128, "Pre-training sequence length.")
+    max_predictions_per_seq: int = option(20, "Masked positions per sequence.")
     masked_lm_prob: float = option(0.15, "Share of the tokens to predict (at most "
                                    "max_predictions_per_seq).")
-    dupe_factor: int = option(10, "Passes over the corpus with new masks.")
-    train_batch_size: int = option(128, "Global batch size.")
-    num_train_steps: int = option(800, "Pre-training steps.")
+    dupe_factor: int = option(3, "Passes over the corpus with new masks.")
+    train_batch_size: int = option(32, "Global batch size.")
+    num_train_steps: int = option(1500, "Pre-training steps.")
     learning_rate: float = option(1e-3, "Peak learning rate.")
     warmup_fraction: float = 0.05
     save_checkpoints_steps: int = 500
     steps_per_execution: int = 50
     strategy: str = strategy_option()
     mixed_precision: str = dtype_option(
-        "float32", "Pre-training compute dtype: float32, bfloat16 or float16 (variables stay "
+        "auto", "Pre-training compute dtype: float32, bfloat16 or float16 (variables stay "
         "float32); auto: bfloat16 where the device computes it natively, else float32.")
     num_workers: int = option(0, "Processes for the data stage (0: one per core).")
     seed: int = cli.seed_option(12345, "Seed of the data, the pre-training and the random "

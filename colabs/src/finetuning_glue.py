@@ -101,7 +101,7 @@ from bert_keras.model import checkpoint_names
 from bert_keras.modeldir import model_dir
 from bert_keras.text import vocab_builder
 from bert_keras.modeldir.convert import convert_tf1_checkpoint
-from bert_keras.data.bundled import DEFAULT_HELDOUT_FILE
+from bert_keras.data.bundled import WIKITEXT_HELDOUT_FILE
 from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
 
 PUBLISHED_CHECKPOINT = ("https://storage.googleapis.com/bert_models/2018_10_18/"
@@ -111,7 +111,7 @@ PUBLISHED_CHECKPOINT = ("https://storage.googleapis.com/bert_models/2018_10_18/"
 def tiny_random_model_dir(path):
     os.makedirs(path, exist_ok=True)
     vocab_file = os.path.join(path, "vocab.txt")
-    tokens = vocab_builder.build_vocabulary([DEFAULT_HELDOUT_FILE], 1000, lower_case=True,
+    tokens = vocab_builder.build_vocabulary([WIKITEXT_HELDOUT_FILE], 1000, lower_case=True,
                                             progress=False)
     vocab_builder.write_vocabulary(tokens, vocab_file)
     config = BertConfig.from_preset("tiny", vocab_size=len(tokens))
@@ -165,7 +165,7 @@ USE_TFDS = False
 
 
 def bundled_sentences():
-    with open(DEFAULT_HELDOUT_FILE, encoding="utf-8") as f:
+    with open(WIKITEXT_HELDOUT_FILE, encoding="utf-8") as f:
         lines = [line.strip() for line in f if line.strip() and not line.strip().startswith("=")]
     sentences = []
     for line in lines:

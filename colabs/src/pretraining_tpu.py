@@ -140,7 +140,7 @@ print(f"{ACCELERATOR}: {strategy.num_replicas_in_sync} replica(s), {MIXED_PRECIS
 # and copy the results to a bucket or Drive at the end (last cell).
 
 # %%
-from bert_keras.data.bundled import DEFAULT_HELDOUT_FILE, DEFAULT_TRAIN_FILE
+from bert_keras.data.bundled import WIKITEXT_HELDOUT_FILE, WIKITEXT_TRAIN_FILE
 
 os.makedirs(WORK_DIR, exist_ok=True)
 paths = {
@@ -163,8 +163,8 @@ def expand(patterns, default):
     return files
 
 
-corpus_files = expand(CORPUS_FILES, DEFAULT_TRAIN_FILE)
-heldout_files = expand(HELDOUT_FILES, DEFAULT_HELDOUT_FILE)
+corpus_files = expand(CORPUS_FILES, WIKITEXT_TRAIN_FILE)
+heldout_files = expand(HELDOUT_FILES, WIKITEXT_HELDOUT_FILE)
 print("training text:", corpus_files)
 print("held-out text:", heldout_files)
 

@@ -114,7 +114,7 @@ from bert_keras.model import checkpoint_names
 from bert_keras.modeldir import model_dir
 from bert_keras.text import vocab_builder
 from bert_keras.modeldir.convert import convert_tf1_checkpoint
-from bert_keras.data.bundled import DEFAULT_HELDOUT_FILE, DEFAULT_TRAIN_FILE
+from bert_keras.data.bundled import WIKITEXT_HELDOUT_FILE, WIKITEXT_TRAIN_FILE
 from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
 
 PUBLISHED_CHECKPOINT = ("https://storage.googleapis.com/bert_models/2018_10_18/"
@@ -134,7 +134,7 @@ def download(url, folder):
 def tiny_random_model_dir(path):
     os.makedirs(path, exist_ok=True)
     vocab_file = os.path.join(path, "vocab.txt")
-    tokens = vocab_builder.build_vocabulary([DEFAULT_HELDOUT_FILE], 1000, lower_case=True,
+    tokens = vocab_builder.build_vocabulary([WIKITEXT_HELDOUT_FILE], 1000, lower_case=True,
                                             progress=False)
     vocab_builder.write_vocabulary(tokens, vocab_file)
     config = BertConfig.from_preset("tiny", vocab_size=len(tokens))
@@ -234,8 +234,8 @@ if SMOKE:
     DATA_DIR = os.path.join(WORK_DIR, "data")
     os.makedirs(DATA_DIR, exist_ok=True)
     rng = random.Random(0)
-    for split, path, count in (("train", DEFAULT_TRAIN_FILE, 40),
-                               ("dev", DEFAULT_HELDOUT_FILE, 12)):
+    for split, path, count in (("train", WIKITEXT_TRAIN_FILE, 40),
+                               ("dev", WIKITEXT_HELDOUT_FILE, 12)):
         chosen = bundled_contexts(path)[:count]
         with open(os.path.join(DATA_DIR, f"{split}-{SQUAD_VERSION}.json"), "w",
                   encoding="utf-8") as f:
