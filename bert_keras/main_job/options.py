@@ -93,8 +93,9 @@ class MainJobOptions:
     finetune_epochs: tuple = option((3, 6), "Fine-tuning epochs to choose from (both sides).")
     finetune_seeds: tuple = option((1, 2, 3), "Fine-tuning seeds at the chosen setting (mean "
                                    "and spread).")
-    learning_curve: tuple = option((100, 300, 1000), "Numbers of labelled examples of the "
-                                   "learning curve (3000 adds about 80 s).")
+    learning_curve: tuple = option((100, 300, 1000, 3000), "Numbers of labelled examples of "
+                                   "the learning curve (one seed a point; the headline size "
+                                   "takes its seeds' mean).")
     classify_sentences: tuple = DEFAULT_CLASSIFY_SENTENCES
 
     def paths(self):
