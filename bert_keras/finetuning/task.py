@@ -35,6 +35,7 @@ import numpy as np
 from bert_keras.common import cli
 from bert_keras.common.cli import option
 from bert_keras.finetuning import catalog
+from bert_keras.finetuning.task_models import POOLINGS
 from bert_keras.finetuning.tasks import encoding
 from bert_keras.finetuning.tasks.words import WordTokenizer
 from bert_keras.modeldir import model_dir as model_dir_lib
@@ -64,6 +65,9 @@ class FinetuningOptions:
     weight_decay: float = option(0.01, "AdamW weight decay (not on biases and layer norms).")
     clip_norm: float = 1.0
     dropout_rate: float = option(0.1, "Dropout before the task head.")
+    pooling: str = option("cls", "GLUE: what the classifier reads: cls, the pooled [CLS] output "
+                          "(the paper), or mean, the last layer's mean over the real tokens.",
+                          choices=POOLINGS)
     # SQuAD
     doc_stride: int = option(128, "SQuAD: stride between context windows.")
     max_query_length: int = option(64, "SQuAD: question wordpieces kept.")

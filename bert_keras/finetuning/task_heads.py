@@ -6,7 +6,7 @@ never run in half precision. Each head names its weights in `weight_map()`
 next to the encoder's original BERT names.
 
 - `ClassificationHead`: dropout + dense on `pooled_output` (GLUE; one output for STS-B's
-  regression).
+  regression), or on the `MeanPooling` of `sequence_output` (`pooling="mean"`).
 - `SpanHead`: start and end logits from `sequence_output` (SQuAD).
 - `MultipleChoiceHead`: one score per choice from its `pooled_output` (SWAG).
 - `TokenTaggingHead`: dropout + dense on every position of `sequence_output` (CoNLL-2003 NER).
@@ -33,6 +33,33 @@ def _initializer(initializer_range):
 
 def _dense_weights(prefix, layer):
     return {f"{prefix}kernel": layer.kernel, f"{prefix}bias": layer.bias}
+
+
+class MeanPooling(keras.layers.Layer):
+    """The mean of `sequence_output` over the real tokens (`input_mask` 1), in float32: what a
+    classifier reads with `pooling="mean"` instead of the [CLS] summary `pooled_output`.
+
+    Call arguments:
+      sequence_output: float [batch, seq_length, hidden_size].
+      input_mask: int [batch, seq_length], 1 for real tokens, 0 for padding.
+    Returns:
+      float32 [batch, hidden_size]. No weights.
+
+    Example:
+
+    >>> import numpy as np
+    >>> sequence = np.arange(12, dtype="float32").reshape(1, 3, 4)
+    >>> MeanPooling()(sequence, np.array([[1, 1, 0]])).numpy().tolist()
+    [[2.0, 3.0, 4.0, 5.0]]
+    """
+
+    def call(self, sequence_output, input_mask):
+        mask = ops.expand_dims(ops.cast(input_mask, "float32"), -1)  # [b, s, 1]
+        total = ops.sum(ops.cast(sequence_output, "float32") * mask, axis=1)  # [b, h]
+        return total / ops.maximum(ops.sum(mask, axis=1), 1.0)
+
+    def compute_output_shape(self, sequence_output_shape, input_mask_shape=None):
+        return (sequence_output_shape[0], sequence_output_shape[2])
 
 
 class ClassificationHead(keras.layers.Layer):
@@ -290,5 +317,5 @@ class FeatureBasedBiLSTMHead(keras.layers.Layer):
         return config
 
 
-__all__ = ["ClassificationHead", "SpanHead", "MultipleChoiceHead", "TokenTaggingHead",
+__all__ = ["ClassificationHead", "MeanPooling", "SpanHead", "MultipleChoiceHead", "TokenTaggingHead",
            "FeatureBasedBiLSTMHead"]

@@ -36,10 +36,13 @@ from bert_keras.model.config import BertConfig
 from bert_keras.model.encoder import build_encoder, encoder_inputs, INPUT_NAMES
 from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.modeldir.loading import load_encoder
-from bert_keras.finetuning.task_heads import (ClassificationHead, FeatureBasedBiLSTMHead, MultipleChoiceHead,
-                                              SpanHead, TokenTaggingHead)
+from bert_keras.finetuning.task_heads import (ClassificationHead, FeatureBasedBiLSTMHead, MeanPooling,
+                                              MultipleChoiceHead, SpanHead, TokenTaggingHead)
 
 TASK_PREFIX = "task/"
+# What a sentence(-pair) classifier reads: the pooled [CLS] output (the paper) or the mean of the
+# last layer over the real tokens.
+POOLINGS = ("cls", "mean")
 
 # head kind -> (layer name, head class, output names)
 HEADS = {
@@ -79,10 +82,13 @@ def _finish(inputs, outputs, encoder, head, kind, extra=None, name=None):
 
 
 def build_classifier(encoder_or_config, num_labels=2, regression=False, dropout_rate=0.1,
-                     dtype=None):
+                     dtype=None, pooling="cls"):
     """Sentence(-pair) classification (or regression) on the pooled output.
 
     Outputs: `logits` float32 [batch, num_labels] ([batch, 1] scores when `regression=True`).
+    `pooling`: "cls" reads the pooled [CLS] output, as the paper; "mean" the mean of
+    `sequence_output` over the real tokens (`task_heads.MeanPooling`; the pooler is then
+    unused). `task_config.json` records it as "pooling".
 
     Example:
 
@@ -97,12 +103,19 @@ def build_classifier(encoder_or_config, num_labels=2, regression=False, dropout_
     elif num_labels < 2:
         raise TaskModelError(f"a classifier needs at least 2 labels, got {num_labels}; use "
                              "regression=True for a single score")
+    if pooling not in POOLINGS:
+        raise TaskModelError(f"unknown pooling {pooling!r}; known: {', '.join(POOLINGS)}")
     kind = "regression" if regression else "classification"
     inputs = encoder_inputs()
-    pooled_output = encoder(inputs)["pooled_output"]  # [b, hidden]
+    outputs = encoder(inputs)
+    if pooling == "mean":
+        pooled_output = MeanPooling(name="mean_pooling")(outputs["sequence_output"],
+                                                         inputs["input_mask"])  # [b, hidden]
+    else:
+        pooled_output = outputs["pooled_output"]  # [b, hidden]
     head = ClassificationHead(num_labels, dropout_rate=dropout_rate,
                               initializer_range=initializer_range, name=HEADS[kind][0], dtype=dtype)
-    return _finish(inputs, head(pooled_output), encoder, head, kind)
+    return _finish(inputs, head(pooled_output), encoder, head, kind, {"pooling": pooling})
 
 
 def build_span_model(encoder_or_config, dtype=None):
@@ -209,7 +222,8 @@ def build_task_model(encoder_or_config, head_spec, dtype=None):
     if kind in ("classification", "regression"):
         return build_classifier(encoder_or_config, head_config.get("num_classes", 2),
                                 regression=kind == "regression",
-                                dropout_rate=head_config.get("dropout_rate", 0.1), dtype=dtype)
+                                dropout_rate=head_config.get("dropout_rate", 0.1), dtype=dtype,
+                                pooling=head_spec.get("pooling", "cls"))
     if kind == "span":
         return build_span_model(encoder_or_config, dtype=dtype)
     if kind == "multiple_choice":
@@ -268,6 +282,6 @@ def load_task_model(model_dir, dtype=None):
     return model, task_config
 
 
-__all__ = ["build_classifier", "build_span_model", "build_multiple_choice_model",
+__all__ = ["POOLINGS", "build_classifier", "build_span_model", "build_multiple_choice_model",
            "build_token_tagger", "build_task_model", "task_weight_map", "save_task_model_dir",
            "load_task_model", "TaskModelError", "HEADS", "TASK_PREFIX"]

@@ -52,6 +52,25 @@ def test_classifier_is_pooled_output_times_kernel():
         build_classifier(CONFIG, num_labels=1)
 
 
+def test_mean_pooled_classifier_reads_the_mean_of_the_real_tokens():
+    model = build_classifier(CONFIG, num_labels=3, pooling="mean")
+    arrays = _assign_random(model)
+    inputs = _inputs()
+    sequence, _, _ = numpy_bert(arrays, CONFIG, inputs["input_word_ids"], inputs["input_mask"],
+                                inputs["input_type_ids"])
+    mask = inputs["input_mask"][..., None].astype(np.float32)
+    mean = (sequence * mask).sum(1) / mask.sum(1)  # padding left out
+    expected = mean @ arrays["task/classifier/kernel"] + arrays["task/classifier/bias"]
+    np.testing.assert_allclose(np.asarray(model(inputs, training=False)), expected, atol=1e-4)
+    assert model.head_spec["pooling"] == "mean"
+    # Unlike the [CLS] classifier, it does not read the pooler: changing it changes nothing.
+    changed = dict(arrays, **{"bert/pooler/dense/kernel": arrays["bert/pooler/dense/kernel"] * 0})
+    checkpoint_names.assign_weights(task_weight_map(model), changed)
+    np.testing.assert_allclose(np.asarray(model(inputs, training=False)), expected, atol=1e-4)
+    with pytest.raises(TaskModelError, match="unknown pooling 'max'"):
+        build_classifier(CONFIG, pooling="max")
+
+
 def test_span_model_scores_every_token():
     model = build_span_model(CONFIG)
     arrays = _assign_random(model)
@@ -97,6 +116,7 @@ def test_feature_based_tagger_freezes_bert_and_reads_its_last_layers():
 
 @pytest.mark.parametrize("build", [
     lambda: build_classifier(CONFIG, num_labels=3),
+    lambda: build_classifier(CONFIG, num_labels=3, pooling="mean"),
     lambda: build_span_model(CONFIG),
     lambda: build_multiple_choice_model(CONFIG, num_choices=4),
     lambda: build_token_tagger(CONFIG, num_labels=5, feature_based=True, feature_layers=2,

@@ -65,7 +65,7 @@ class GlueFinetuning(FinetuningTask):
     def build_model(self, encoder, dtype=None):
         return task_models.build_classifier(
             encoder, num_labels=self.spec.num_labels, regression=self.spec.is_regression,
-            dropout_rate=self.options.dropout_rate, dtype=dtype)
+            dropout_rate=self.options.dropout_rate, dtype=dtype, pooling=self.options.pooling)
 
     def compile_args(self):
         if self.spec.is_regression:
