@@ -59,11 +59,17 @@ def parse_args(argv=None):
     parser.add_argument("--train_batch_size", type=int, default=64)
     parser.add_argument("--objective_preset", default="tiny")
     parser.add_argument("--size_presets", default="tiny,mini,small")
+    parser.add_argument("--size_tasks", default="",
+                        help="Tasks of Table 6 (default: all of --tasks); the larger sizes "
+                        "cost the most fine-tuning time.")
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--train_examples", type=int, default=2000)
     parser.add_argument("--selection_examples", type=int, default=400)
     parser.add_argument("--learning_rates", default="1e-3,3e-3")
     parser.add_argument("--epochs", default="3,6")
+    parser.add_argument("--pooling", default="mean", choices=("cls", "mean"),
+                        help="What the fine-tuned classifier reads (the main job's default: "
+                        "mean; cls is the paper's pooled [CLS] output).")
     parser.add_argument("--work_dir", default="/tmp/bert_keras_ablations")
     parser.add_argument("--plot", default="")
     parser.add_argument("--output_name", default="ablations")
@@ -119,7 +125,7 @@ def compare(args, task_name, data_dir, model_dirs, state_path):
 
     reference = next(path for path in model_dirs.values() if path)
     task = get_task(f"glue/{task_name}", data_dir, reference,
-                    FinetuningOptions(max_seq_length=TASK_SEQ[task_name]))
+                    FinetuningOptions(max_seq_length=TASK_SEQ[task_name], pooling=args.pooling))
     config = model_dir_lib.read_config(reference)
     weights = {label: (model_dir_lib.read_weights(path) if path else
                        random_encoder_weights(config, 12345))
@@ -209,7 +215,8 @@ def main(argv=None):
         data_dir = os.path.join(args.glue_dir, TASK_DIRS[task_name])
         if task_name == "sst2" and not os.path.exists(os.path.join(data_dir, "train.tsv")):
             data_dir = bundled.DEFAULT_FINETUNE_DATA_DIR
-        state = os.path.join(args.work_dir, f"runs_{task_name}_{args.objective_preset}.json")
+        state = os.path.join(args.work_dir,
+                             f"runs_{task_name}_{args.objective_preset}_{args.pooling}.json")
         dirs = {name: models[(name, args.objective_preset)] for name in OBJECTIVES}
         dirs[NONE] = None
         result, sweep, task, weights = compare(args, task_name, data_dir, dirs, state)
@@ -222,12 +229,14 @@ def main(argv=None):
             features = feature_based(args, sweep, task, weights["MLM + NSP"], result)
             features["fine_tuning"] = table5[task_name]["MLM + NSP"]
         for preset in args.size_presets.split(","):
+            if args.size_tasks and task_name not in args.size_tasks.split(","):
+                continue
             if preset == args.objective_preset:
                 table6.setdefault(preset, {})[task_name] = {
                     "pre-trained": table5[task_name]["MLM + NSP"],
                     "random init": table5[task_name][NONE]}
                 continue
-            state = os.path.join(args.work_dir, f"runs_{task_name}_{preset}.json")
+            state = os.path.join(args.work_dir, f"runs_{task_name}_{preset}_{args.pooling}.json")
             result, _, _, _ = compare(args, task_name, data_dir,
                                       {"pre-trained": models[("MLM + NSP", preset)],
                                        "random init": None}, state)
@@ -271,7 +280,7 @@ def markdown(payload):
     for preset, per_task in table6.items():
         lines.append(f"| {preset} | " + " | ".join(
             f"{_cell(per_task[task]['pre-trained'])} / {_cell(per_task[task]['random init'])}"
-            for task in tasks) + " |")
+            if task in per_task else "not run" for task in tasks) + " |")
     features = payload.get("feature_based")
     if features:
         lines += ["", f"Feature-based ({tasks[0]}): frozen encoder, last four layers "

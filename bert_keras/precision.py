@@ -116,13 +116,14 @@ def mixed_precision_policy(dtype):
 def dtype_option(default="float32", help="Compute dtype (variables stay float32; layer norms "
                  "and softmax compute in float32). auto: bfloat16 on TPUs, GPUs of compute "
                  "capability 8.0+ and CPUs with bf16 units (avx512_bf16, AMX), float32 elsewhere; "
-                 "float16 for older GPUs (with loss scaling)."):
-    """The compute dtype as every training tool takes it: the flag `--dtype` ("auto" on the
-    command line), the Keras policy name in the options field (`mixed_precision`)."""
+                 "float16 for older GPUs (with loss scaling).", flag_default=AUTO_DTYPE):
+    """The compute dtype as every training tool takes it: the flag `--dtype` (`flag_default`,
+    "auto" unless a tool says otherwise), the Keras policy name in the options field
+    (`mixed_precision`)."""
     from bert_keras.common.cli import option
 
     return option(default, help, flag="dtype", choices=DTYPE_FLAG_VALUES,
-                  flag_default=AUTO_DTYPE, from_flag=mixed_precision_policy,
+                  flag_default=flag_default, from_flag=mixed_precision_policy,
                   aliases=("mixed_precision",))
 
 

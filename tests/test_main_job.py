@@ -108,6 +108,7 @@ def test_the_classifier_served_in_a_fresh_process_is_the_fine_tuned_model(finish
         {"classifier": paths["classifier"], "classify_sentences": sentences}, paths["root"])
     assert response["loaded_modules"] == []
     model, task_config = load_task_model(paths["finetuned"])
+    assert task_config["pooling"] == options.finetune_pooling == "mean"  # the job's default
     task = get_task("glue/sst2", options.finetune_data_dir, paths["finetuned"])
     features = task.encode(sentences)
     probabilities = tf.nn.softmax(model.predict(features, verbose=0), axis=-1).numpy()

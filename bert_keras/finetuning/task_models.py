@@ -109,6 +109,7 @@ def build_classifier(encoder_or_config, num_labels=2, regression=False, dropout_
     inputs = encoder_inputs()
     outputs = encoder(inputs)
     if pooling == "mean":
+        encoder.get_layer("pooler").trainable = False  # unused: no gradient reaches it
         pooled_output = MeanPooling(name="mean_pooling")(outputs["sequence_output"],
                                                          inputs["input_mask"])  # [b, hidden]
     else:

@@ -171,7 +171,8 @@ def compare_finetuning(options, model_dir, initial_weights, state_path=None, log
     from bert_keras.modeldir import model_dir as model_dir_lib
 
     task = get_task(options.finetune_task, options.finetune_data_dir, model_dir,
-                    FinetuningOptions(max_seq_length=options.finetune_seq_length))
+                    FinetuningOptions(max_seq_length=options.finetune_seq_length,
+                                      pooling=options.finetune_pooling))
     config = model_dir_lib.read_config(model_dir)
     sweep = FinetuningSweep(task, config, options.finetune_batch_size)
     result = compare_initializations(task, config, initial_weights, transfer_options(options),
