@@ -62,6 +62,7 @@ def test_results_json_holds_the_figures(finished_job):
     assert written["pretrain"]["nsp_majority_share"] == evaluated["baselines"]["nsp_majority_share"]
     finetune = written["finetune"]
     assert finetune["task"] == "glue/sst2" and finetune["metric"] == "accuracy"
+    assert finetune["pooling"] == "mean"
     assert finetune["train_examples"] == 1000 and finetune["seeds"] == [1, 2]
     # The bundled dev set is SST-2's: 872 sentences, 444 positive.
     assert abs(finetune["dev_majority_share"] - 444 / 872) < 1e-9

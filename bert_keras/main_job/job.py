@@ -27,6 +27,7 @@ def results_summary(results):
         "finetune": {
             "task": finetuned["task"],
             "metric": finetuned["metric"],
+            "pooling": finetuned.get("pooling"),
             "train_examples": finetuned["options"]["num_train_examples"],
             "selection_examples": finetuned["options"]["selection_examples"],
             "seeds": finetuned["options"]["seeds"],
@@ -43,9 +44,12 @@ def results_summary(results):
 def _print_comparison(finetune):
     metric = finetune["metric"]
     sides = {PRETRAINED: finetune["pretrained"], RANDOM_INIT: finetune["random_init"]}
-    print(f"\nFine-tuning on {finetune['task']}: dev {metric} with {finetune['train_examples']} "
-          f"labelled examples; each side's learning rate and epochs chosen on "
-          f"{finetune['selection_examples']} held-out training examples (never on dev):")
+    reads = {"mean": "the mean of the last layer", "cls": "the pooled [CLS] output"}
+    print(f"\nFine-tuning on {finetune['task']} (the classifier reads "
+          f"{reads.get(finetune['pooling'], finetune['pooling'])}): dev {metric} with "
+          f"{finetune['train_examples']} labelled examples; each side's learning rate and "
+          f"epochs chosen on {finetune['selection_examples']} held-out training examples "
+          "(never on dev):")
     seeds = " ".join(f"seed {seed}" for seed in finetune["seeds"])
     print(f"  {'':<12} {'lr':>7} {'epochs':>6}   {seeds}   mean +- sd")
     for side, values in sides.items():

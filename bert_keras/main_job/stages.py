@@ -214,7 +214,7 @@ def finetune_stage(options, paths):
                f"({margin * 100:+.1f} points; {len(pre['dev'])} seeds, "
                f"{options.finetune_train_examples} labelled examples)")
     return {"summary": summary, **_jsonable(result), "margin": margin,
-            "pretraining_clearly_helps": helps}
+            "pretraining_clearly_helps": helps, "pooling": options.finetune_pooling}
 
 
 def write_random_init_model_dir(model_dir, output_dir, seed):
