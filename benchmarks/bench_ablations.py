@@ -223,6 +223,7 @@ def main(argv=None):
         table5[task_name] = {side: _summary(values) for side, values in result["sides"].items()}
         table5[task_name]["metric"] = result["metric"]
         table5[task_name]["majority"] = result["majority_share"]
+        table5[task_name]["majority_score"] = majority_score(task, result["metric"])
         print(f"{task_name}: " + ", ".join(f"{side} {values['dev_mean']:.3f}"
                                          for side, values in result["sides"].items()), flush=True)
         if task_name == tasks[0]:
@@ -255,6 +256,19 @@ def main(argv=None):
         plot(payload, args.plot)
 
 
+def majority_score(task, metric):
+    """The task's metric for always answering the dev set's most frequent label (accuracy:
+    its share; F1: the F1 of that answer; Matthews correlation: 0)."""
+    import numpy as np
+
+    from bert_keras.finetuning.glue import data as glue
+
+    labels = np.asarray(task.load("dev").labels)
+    values, counts = np.unique(labels, return_counts=True)
+    predictions = np.full_like(labels, values[np.argmax(counts)])
+    return float(glue.compute_metrics(task.spec.name, predictions, labels)[metric])
+
+
 def _summary(values):
     return {"mean": values["dev_mean"], "std": values["dev_std"], "dev": values["dev"],
             "chosen": values["chosen"]}
@@ -274,7 +288,8 @@ def markdown(payload):
     for side in list(OBJECTIVES) + [NONE]:
         lines.append(f"| {side} | " + " | ".join(_cell(table5[task][side]) for task in tasks) + " |")
     lines.append("| majority label | " + " | ".join(
-        f"{table5[task]['majority'] * 100:.1f}" for task in tasks) + " |")
+        f"{table5[task].get('majority_score', table5[task]['majority']) * 100:.1f}"
+        for task in tasks) + " |")
     lines += ["", "| size | " + " | ".join(f"{task}: pre-trained / random init" for task in tasks)
               + " |", "|---|" + "---|" * len(tasks)]
     for preset, per_task in table6.items():
@@ -305,11 +320,14 @@ def plot(payload, path):
         axes.bar(xs, [table5[task][side]["mean"] for task in tasks], width,
                  yerr=[table5[task][side]["std"] for task in tasks], capsize=3, label=side)
     for t, task in enumerate(tasks):
-        axes.hlines(table5[task]["majority"], t - width / 2, t + 0.8 - width / 2,
+        axes.hlines(table5[task].get("majority_score", table5[task]["majority"]),
+                    t - width / 2, t + 0.8 - width / 2,
                     colors="grey", linestyles=":")
     axes.set_xticks([t + 0.4 - width / 2 for t in range(len(tasks))])
     axes.set_xticklabels([f"{task} ({table5[task]['metric']})" for task in tasks])
-    axes.set_ylim(bottom=min(table5[task]["majority"] for task in tasks) - 0.1)
+    lowest = min(min(table5[task][side]["mean"] for side in sides)
+                 for task in tasks)
+    axes.set_ylim(bottom=min(0.0, lowest - 0.1))
     axes.set_ylabel("dev score (dotted: majority label)")
     axes.legend(fontsize=7)
     figure.tight_layout()
