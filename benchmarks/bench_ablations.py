@@ -67,7 +67,9 @@ def parse_args(argv=None):
     parser.add_argument("--selection_examples", type=int, default=400)
     parser.add_argument("--learning_rates", default="1e-3,3e-3")
     parser.add_argument("--epochs", default="3,6")
-    parser.add_argument("--pooling", default="mean", choices=("cls", "mean"),
+    from bert_keras.finetuning.task_models import POOLINGS
+
+    parser.add_argument("--pooling", default="mean", choices=POOLINGS,
                         help="What the fine-tuned classifier reads (the main job's default: "
                         "mean; cls is the paper's pooled [CLS] output).")
     parser.add_argument("--work_dir", default="/tmp/bert_keras_ablations")

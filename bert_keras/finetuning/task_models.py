@@ -43,6 +43,7 @@ TASK_PREFIX = "task/"
 # What a sentence(-pair) classifier reads: the pooled [CLS] output (the paper) or the mean of the
 # last layer over the real tokens.
 POOLINGS = ("cls", "mean")
+POOLING_DESCRIPTIONS = {"cls": "the pooled [CLS] output", "mean": "the mean of the last layer"}
 
 # head kind -> (layer name, head class, output names)
 HEADS = {
@@ -283,6 +284,6 @@ def load_task_model(model_dir, dtype=None):
     return model, task_config
 
 
-__all__ = ["POOLINGS", "build_classifier", "build_span_model", "build_multiple_choice_model",
+__all__ = ["POOLINGS", "POOLING_DESCRIPTIONS", "build_classifier", "build_span_model", "build_multiple_choice_model",
            "build_token_tagger", "build_task_model", "task_weight_map", "save_task_model_dir",
            "load_task_model", "TaskModelError", "HEADS", "TASK_PREFIX"]

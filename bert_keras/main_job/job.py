@@ -5,6 +5,7 @@ import json
 import os
 
 from bert_keras.common.files import write_text_atomic
+from bert_keras.finetuning.task_models import POOLING_DESCRIPTIONS
 from bert_keras.main_job import stages as stages_lib
 from bert_keras.main_job.demo import demo_stage
 from bert_keras.main_job.options import STAGES, check_options
@@ -44,9 +45,8 @@ def results_summary(results):
 def _print_comparison(finetune):
     metric = finetune["metric"]
     sides = {PRETRAINED: finetune["pretrained"], RANDOM_INIT: finetune["random_init"]}
-    reads = {"mean": "the mean of the last layer", "cls": "the pooled [CLS] output"}
     print(f"\nFine-tuning on {finetune['task']} (the classifier reads "
-          f"{reads.get(finetune['pooling'], finetune['pooling'])}): dev {metric} with "
+          f"{POOLING_DESCRIPTIONS.get(finetune['pooling'], finetune['pooling'])}): dev {metric} with "
           f"{finetune['train_examples']} labelled examples; each side's learning rate and "
           f"epochs chosen on {finetune['selection_examples']} held-out training examples "
           "(never on dev):")
