@@ -90,15 +90,21 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
 
 
 class _SummedGradients:
-    """Mix-in: gradients reach `apply` already summed over replicas (see the module docstring).
+    """Mix-in: with `summed_gradients=True`, gradients reach `apply` already summed over
+    replicas (see the module docstring).
 
     Keras' TensorFlow optimizer sums gradients over replicas inside `apply`, after clipping;
     the pre-training step sums them first so that clipping and the loss-scale check see the global
-    gradient, and this turns the second sum off.
+    gradient, and this turns the second sum off. With `summed_gradients=False` Keras sums them,
+    as `model.fit` needs (fine-tuning).
     """
 
+    summed_gradients = True
+
     def _all_reduce_sum_gradients(self, grads_and_vars):
-        return list(grads_and_vars)
+        if self.summed_gradients:
+            return list(grads_and_vars)
+        return super()._all_reduce_sum_gradients(grads_and_vars)
 
 
 def _slots(optimizer, var_list, names):
@@ -142,19 +148,26 @@ class AdamWeightDecay(_SummedGradients, keras.optimizers.Optimizer):
         w = w - lr (m / (sqrt(v) + epsilon) + weight_decay w)
 
     With `bias_correction=True` (the default) m and v are divided by 1 - beta_1^t and
-    1 - beta_2^t before the update, which makes this Keras' `AdamW` (Loshchilov & Hutter) and
-    PyTorch's `AdamW`; `bias_correction=False` is the released BERT update, to the digit.
-    Weight decay is applied by Keras' base optimizer (`w -= lr * weight_decay * w`) to every
-    variable not passed to `exclude_from_weight_decay`.
+    1 - beta_2^t before the update, epsilon being added after the correction: this is PyTorch's
+    `AdamW` (Loshchilov & Hutter) to float32 rounding. Keras' own `AdamW` adds epsilon to the
+    *uncorrected* sqrt(v), an effective epsilon 1 / sqrt(1 - beta_2^t) times larger (32x at the
+    first step, still 2.4x after 188 steps), which damps the small gradients of a clipped
+    regression fine-tuning (see `docs/finetuning.md`). `bias_correction=False` is the released
+    BERT update, to the digit. Weight decay is applied by Keras' base optimizer
+    (`w -= lr * weight_decay * w`) to every variable not passed to `exclude_from_weight_decay`.
+
+    `summed_gradients=True` (pre-training's own step) expects gradients already summed over
+    replicas; False lets Keras sum them, for `model.fit`.
     """
 
     def __init__(self, learning_rate=1e-4, weight_decay=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-                 bias_correction=True, name="adam_weight_decay", **kwargs):
+                 bias_correction=True, summed_gradients=True, name="adam_weight_decay", **kwargs):
         super().__init__(learning_rate=learning_rate, weight_decay=weight_decay, name=name, **kwargs)
         self.beta_1 = beta_1
         self.beta_2 = beta_2
         self.epsilon = epsilon
         self.bias_correction = bias_correction
+        self.summed_gradients = summed_gradients
 
     def build(self, var_list):
         if self.built:
@@ -208,7 +221,8 @@ class AdamWeightDecay(_SummedGradients, keras.optimizers.Optimizer):
     def get_config(self):
         config = super().get_config()
         config.update(beta_1=self.beta_1, beta_2=self.beta_2, epsilon=self.epsilon,
-                      bias_correction=self.bias_correction)
+                      bias_correction=self.bias_correction,
+                      summed_gradients=self.summed_gradients)
         return config
 
 

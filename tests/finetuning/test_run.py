@@ -39,6 +39,21 @@ def test_adamw_decays_weights_but_not_layer_norms_and_biases():
     assert optimizer.global_clipnorm == 1.0 and optimizer.epsilon == 1e-6
 
 
+def test_adam_adds_epsilon_after_the_bias_correction_as_pytorch_adamw():
+    # PyTorch's AdamW (the Hugging Face recipes): w -= lr * m_hat / (sqrt(v_hat) + eps). For a
+    # gradient of 1e-6 at the first step that is lr * 1e-6 / (1e-6 + 1e-6) = lr / 2; Keras' own
+    # AdamW adds eps to the uncorrected sqrt(v) and moves the weight 16 times less (lr * 0.031).
+    model = build_classifier(CONFIG, num_labels=2)
+    optimizer = create_finetuning_optimizer(model, learning_rate=0.1, num_train_steps=10,
+                                            num_warmup_steps=0, weight_decay=0.0)
+    bias = model.head.dense.bias
+    before = bias.numpy().copy()
+    gradients = [np.zeros(v.shape, "float32") for v in model.trainable_variables]
+    gradients[[v.path for v in model.trainable_variables].index(bias.path)][:] = 1e-6
+    optimizer.apply(gradients, model.trainable_variables)
+    np.testing.assert_allclose(before - bias.numpy(), 0.1 * 0.5, rtol=1e-4)
+
+
 def test_learning_rate_warms_up_then_decays_linearly_to_zero():
     model = build_classifier(CONFIG, num_labels=2)
     optimizer = create_finetuning_optimizer(model, 2e-5, num_train_steps=100, num_warmup_steps=10)
