@@ -9,8 +9,8 @@ and are scored on the whole dev set:
   67,349 training sentences, all 872 dev), read from the official TSV files under `--data_dir`;
 - recipe (the paper's GLUE defaults): batch 32, 3 epochs, max_seq_length 128 (pairs cut one
   wordpiece at a time from the longer text, every row padded to 128), AdamW with Adam's bias
-  correction, beta 0.9 / 0.999, epsilon 1e-6 (Keras adds it to the square root of the second
-  moment before the bias correction, PyTorch after: see docs/finetuning.md), weight decay 0.01
+  correction, beta 0.9 / 0.999, epsilon 1e-6 (added after the bias correction on both sides;
+  `bench_finetuning_trajectory.py` checks the two updates step for step), weight decay 0.01
   except on LayerNorm and biases,
   learning rate 2e-5 warmed up linearly over the first 10% of the steps, then decayed linearly
   to 0 at the last step (over all steps, as the original `optimization.py`), gradients clipped

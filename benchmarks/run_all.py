@@ -7,8 +7,9 @@
 Each benchmark writes benchmarks/results/<name>.json; see docs/benchmarks.md for the figures.
 The pre-training data tool's comparison (benchmarks/bench_pretraining_data.py) runs too when
 present and --wikitext_dir is given. The fine-tuning scores against Hugging Face
-(benchmarks/bench_finetuning_quality.py, about an hour on 2 cores) run without --quick when the
-GLUE folder is there (--glue_dir, holding MRPC/ and SST-2/). With --gpu, the pre-training step
+(benchmarks/bench_finetuning_quality.py, about an hour on 2 cores) and the step-for-step STS-B
+check (benchmarks/bench_finetuning_trajectory.py, about 20 minutes) run without --quick when the
+GLUE folder is there (--glue_dir, holding MRPC/, SST-2/ and STS-B/). With --gpu, the pre-training step
 of BERT-base and BERT-large runs on the GPU too, Keras on the JAX backend (needs `jax` with CUDA
 and `keras-hub`; see docs/benchmarks.md), with model FLOPs utilization against --peak_tflops.
 """
@@ -45,6 +46,8 @@ def commands(quick, wikitext_dir, glue_dir, gpu_peak_tflops=None):
     if not quick and os.path.isdir(glue_dir):
         runs.append([python, os.path.join(HERE, "bench_finetuning_quality.py"),
                      f"--data_dir={glue_dir}"])
+        runs.append([python, os.path.join(HERE, "bench_finetuning_trajectory.py"),
+                     f"--data_dir={glue_dir}"])
     return runs
 
 
@@ -55,7 +58,7 @@ def main():
                         help="WikiText-2 directory for bench_pretraining_data.py (skipped without)")
     parser.add_argument("--glue_dir", default=os.path.join(HERE, os.pardir, os.pardir, "shared",
                                                            "data", "glue"),
-                        help="GLUE folder (MRPC/, SST-2/) for bench_finetuning_quality.py "
+                        help="GLUE folder (MRPC/, SST-2/, STS-B/) for the fine-tuning benchmarks "
                              "(skipped when absent or with --quick)")
     parser.add_argument("--gpu", action="store_true",
                         help="also the pre-training step on the GPU (JAX backend)")

