@@ -15,6 +15,7 @@ import os
 import time
 
 from bert_keras.common import cli
+from bert_keras.export import read_export_info
 from bert_keras.export.options import ExportOptions
 
 cli.define_flags(ExportOptions)
@@ -26,8 +27,10 @@ def main():
     options.export()
     size = sum(os.path.getsize(os.path.join(folder, name))
                for folder, _, names in os.walk(options.export_dir) for name in names)
-    print(f"wrote {options.kind} SavedModel {options.export_dir} ({size / 1e6:.1f} MB, "
-          f"{time.perf_counter() - start:.1f} s)")
+    dtype = read_export_info(options.export_dir).get("dtype")
+    print(f"wrote {options.kind} SavedModel {options.export_dir} ("
+          + (f"{dtype}, " if dtype else "")
+          + f"{size / 1e6:.1f} MB, {time.perf_counter() - start:.1f} s)")
     return 0
 
 

@@ -9,9 +9,16 @@ Every export loads with only TensorFlow and tensorflow-text:
 See docs/export.md.
 """
 
+import json
+import os
+
+from bert_keras.common.files import write_text_atomic
 from bert_keras.export.encoder_export import (
     EncoderModule, build_encoder_module, export_encoder, export_encoder_from_model_dir)
 from bert_keras.export.options import KINDS, ExportOptions
+
+
+EXPORT_INFO_NAME = "export_info.json"
 
 
 def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="float32",
@@ -23,19 +30,36 @@ def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="f
     `dtype`: "float32" or "bfloat16" for the encoder and task graphs.
     `max_windows`: task models for SQuAD and NER read at most this many windows of a text
     (default 32).
+    What was exported is recorded in `assets.extra/export_info.json` (`read_export_info`):
+    kind, dtype (None for the preprocessor, which has no weights) and the model directory.
     """
     if kind == "encoder":
-        return export_encoder_from_model_dir(model_dir, export_dir, dtype=dtype)
-    if kind == "preprocessor":
+        export_encoder_from_model_dir(model_dir, export_dir, dtype=dtype)
+    elif kind == "preprocessor":
         from bert_keras.export.preprocessor_export import export_preprocessor_from_model_dir
-        return export_preprocessor_from_model_dir(model_dir, export_dir,
-                                                  seq_length=seq_length or 128)
-    if kind == "task":
+        export_preprocessor_from_model_dir(model_dir, export_dir, seq_length=seq_length or 128)
+    elif kind == "task":
         from bert_keras.export.task_export import export_task_from_model_dir
-        return export_task_from_model_dir(model_dir, export_dir, seq_length=seq_length,
-                                          dtype=dtype, max_windows=max_windows)
-    raise ValueError(f"unknown export kind {kind!r}; use one of {KINDS}")
+        export_task_from_model_dir(model_dir, export_dir, seq_length=seq_length, dtype=dtype,
+                                   max_windows=max_windows)
+    else:
+        raise ValueError(f"unknown export kind {kind!r}; use one of {KINDS}")
+    info = {"kind": kind, "dtype": None if kind == "preprocessor" else dtype,
+            "model_dir": os.path.abspath(os.fspath(model_dir))}
+    write_text_atomic(os.path.join(export_dir, "assets.extra", EXPORT_INFO_NAME),
+                      json.dumps(info, indent=2, sort_keys=True) + "\n")
+    return export_dir
+
+
+def read_export_info(export_dir):
+    """The `export_info.json` of a SavedModel written by `export_from_model_dir` ({} if none)."""
+    path = os.path.join(os.fspath(export_dir), "assets.extra", EXPORT_INFO_NAME)
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
 __all__ = ["ExportOptions", "EncoderModule", "build_encoder_module", "export_encoder",
+           "read_export_info", "EXPORT_INFO_NAME",
            "export_encoder_from_model_dir", "export_from_model_dir", "KINDS"]

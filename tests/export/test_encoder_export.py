@@ -225,7 +225,11 @@ def test_cli_exports_encoder(exports):
     assert process.returncode == 0, process.stderr[-3000:]
     out = exports["root"] / "encoder"
     assert (out / "saved_model.pb").exists() and (out / "variables").is_dir()
-    assert "wrote encoder SavedModel" in process.stdout
+    assert "wrote encoder SavedModel" in process.stdout and "(float32, " in process.stdout
+    from bert_keras.export import read_export_info
+
+    info = read_export_info(str(out))
+    assert info["kind"] == "encoder" and info["dtype"] == "float32"
 
 
 def test_unknown_dtype_is_a_clear_error(exports):
