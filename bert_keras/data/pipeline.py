@@ -31,6 +31,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import socket
 import sys
 import time
 from concurrent import futures
@@ -191,7 +192,60 @@ def _prepare_output_dir(config, manifest):
             raise PipelineError(f"{config.output_dir} already holds shards ({existing[0]}, ...) "
                                 "but no manifest; use another --output_dir or empty this one")
         write_atomic(path, json.dumps(manifest, indent=1, sort_keys=True).encode())
+    _acquire_lock(config)
     os.makedirs(work_dir(config), exist_ok=True)
+
+
+def lock_path(config):
+    return os.path.join(config.output_dir, f"{task_prefix(config)}.lock")
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def _acquire_lock(config):
+    """Takes `<output_dir>/[task-...-]lock` (the pid and host of this run), so that a second run
+    into the same directory stops with a message instead of deleting the first's work files; a
+    lock left by a run that was killed (its process is gone) is taken over."""
+    path = lock_path(config)
+    host = socket.gethostname()
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    holder = json.load(f)
+            except (OSError, ValueError):
+                holder = {}
+            pid, holder_host = holder.get("pid"), holder.get("host")
+            if isinstance(pid, int) and (holder_host != host or _pid_alive(pid)):
+                raise PipelineError(
+                    f"{config.output_dir} is being written by another run (pid {pid} on "
+                    f"{holder_host}, lock file {path}); wait for it to finish, or stop it and "
+                    "rerun to resume") from None
+            print(f"{path}: taking over the lock of a run that is gone "
+                  f"(pid {pid} on {holder_host})", file=sys.stderr)
+            os.remove(path)
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"pid": os.getpid(), "host": host}, f)
+        return
+    raise PipelineError(f"could not take the lock {path}")
+
+
+def _release_lock(config):
+    try:
+        os.remove(lock_path(config))
+    except FileNotFoundError:
+        pass
 
 
 def _auto_block_bytes(files):
@@ -360,47 +414,50 @@ def run(config):
     manifest = _manifest(config, files, block_bytes)
     shards = [shard_path(config, s) for s in range(config.num_output_shards)]
     created_output_dir = not os.path.exists(config.output_dir)
-    _prepare_output_dir(config, manifest)
-    if os.path.exists(stats_path(config)) and all(os.path.exists(p) for p in shards):
-        with open(stats_path(config), encoding="utf-8") as f:
-            stats = json.load(f)
-        if config.progress:
-            print(f"{config.output_dir}: already complete", file=sys.stderr)
-        _remove_work_dir(config)
-        return stats
-    num_workers = config.num_workers or len(os.sched_getaffinity(0))
-    total_bytes = sum(os.path.getsize(f) for f in files)
-    progress = _Progress(config.progress)
-    executor = _LazyExecutor(config, num_workers)
+    _prepare_output_dir(config, manifest)  # takes the lock
     try:
-        block_stats, corpus_stats = BlockPhase(config, executor, num_workers, block_bytes,
-                                                  files, total_bytes, progress).run()
-        total_instances = sum(s["instances"] for s in block_stats)
-        if not block_stats or total_instances == 0:
-            _remove_outputs(config, created_output_dir)
-            raise PipelineError(
-                f"the input ({len(files)} file(s), {total_bytes:,} bytes) holds no document "
-                "with any token: nothing to write")
-        block_paths = [block_path(config, i) for i in range(len(block_stats))]
-        todo = [s for s in range(config.num_output_shards) if not os.path.exists(shards[s])]
-        written = [0, 0]  # records, shards
+        if os.path.exists(stats_path(config)) and all(os.path.exists(p) for p in shards):
+            with open(stats_path(config), encoding="utf-8") as f:
+                stats = json.load(f)
+            if config.progress:
+                print(f"{config.output_dir}: already complete", file=sys.stderr)
+            _remove_work_dir(config)
+            return stats
+        num_workers = config.num_workers or len(os.sched_getaffinity(0))
+        total_bytes = sum(os.path.getsize(f) for f in files)
+        progress = _Progress(config.progress)
+        executor = _LazyExecutor(config, num_workers)
+        try:
+            block_stats, corpus_stats = BlockPhase(config, executor, num_workers, block_bytes,
+                                                      files, total_bytes, progress).run()
+            total_instances = sum(s["instances"] for s in block_stats)
+            if not block_stats or total_instances == 0:
+                _remove_outputs(config, created_output_dir)
+                raise PipelineError(
+                    f"the input ({len(files)} file(s), {total_bytes:,} bytes) holds no document "
+                    "with any token: nothing to write")
+            block_paths = [block_path(config, i) for i in range(len(block_stats))]
+            todo = [s for s in range(config.num_output_shards) if not os.path.exists(shards[s])]
+            written = [0, 0]  # records, shards
 
-        def merged(count):
-            written[0] += count
-            written[1] += 1
-            progress.update("shards", written[0] / total_instances, total_instances)
+            def merged(count):
+                written[0] += count
+                written[1] += 1
+                progress.update("shards", written[0] / total_instances, total_instances)
 
-        run_bounded(executor, ((merge_shard, (s, block_paths)) for s in todo),
-                     2 * num_workers, merged)
+            run_bounded(executor, ((merge_shard, (s, block_paths)) for s in todo),
+                         2 * num_workers, merged)
+        finally:
+            executor.shutdown()
+        stats = _sum_stats(block_stats, corpus_stats, config, block_bytes, time.time() - start)
+        write_atomic(stats_path(config), json.dumps(stats, indent=1).encode())
+        _remove_work_dir(config)
+        if config.progress:
+            progress.update("done", 1.0, stats["instances"], force=True)
+            print(format_stats(stats), file=sys.stderr)
+        return stats
     finally:
-        executor.shutdown()
-    stats = _sum_stats(block_stats, corpus_stats, config, block_bytes, time.time() - start)
-    write_atomic(stats_path(config), json.dumps(stats, indent=1).encode())
-    _remove_work_dir(config)
-    if config.progress:
-        progress.update("done", 1.0, stats["instances"], force=True)
-        print(format_stats(stats), file=sys.stderr)
-    return stats
+        _release_lock(config)
 
 
 def _remove_work_dir(config):
@@ -412,5 +469,6 @@ def _remove_outputs(config, remove_output_dir):
     for path in [manifest_path(config), stats_path(config)]:
         if os.path.exists(path):
             os.remove(path)
+    _release_lock(config)
     if remove_output_dir and not os.listdir(config.output_dir):
         os.rmdir(config.output_dir)

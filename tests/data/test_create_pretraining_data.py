@@ -203,6 +203,26 @@ def test_bad_inputs_fail_clearly_without_output(tmp_path):
     assert_no_output(output_dir)
 
 
+def test_a_second_run_into_the_same_directory_is_refused_while_the_first_lives(tmp_path):
+    output_dir = tmp_path / "out"
+    output_dir.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        (output_dir / ".lock").write_text(json.dumps({"pid": holder.pid, "host": os.uname().nodename}))
+        result = run_tool(str(output_dir), "--num_workers=1")
+        assert result.returncode == 1, result.stderr
+        assert f"is being written by another run (pid {holder.pid}" in result.stderr
+        assert output_files(str(output_dir)) == {} and (output_dir / ".lock").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder is gone: its lock is stale, taken over, and removed at the end.
+    result = run_tool(str(output_dir), "--num_workers=1")
+    assert result.returncode == 0, result.stderr
+    assert "taking over the lock of a run that is gone" in result.stderr
+    assert len(output_files(str(output_dir))) == 4 and not (output_dir / ".lock").exists()
+
+
 def test_empty_input_fails_without_output(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n \n\t\n\n")
