@@ -33,6 +33,7 @@ Example:
 """
 
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -115,11 +116,34 @@ def _summary_writer(options, strategy, name):
     return tf.summary.create_file_writer(os.path.join(options.output_dir, "logs", name))
 
 
+def remove_partial_checkpoints(directory):
+    """Removes what an interrupted checkpoint save leaves in `directory` (TensorFlow's
+    `ckpt-N_temp/` folders of `.tempstate` files, never a usable checkpoint); returns their names.
+
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> os.makedirs(os.path.join(folder, "ckpt-500_temp"))
+    >>> remove_partial_checkpoints(folder), os.listdir(folder)
+    (['ckpt-500_temp'], [])
+    """
+    removed = []
+    if os.path.isdir(directory):
+        for name in sorted(os.listdir(directory)):
+            if name.startswith("ckpt-") and name.endswith("_temp"):
+                shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+                removed.append(name)
+    return removed
+
+
 def _checkpoint_manager(options, state):
     directory = os.path.join(options.output_dir, CHECKPOINTS_DIR)
     if not distribution.is_chief(state.strategy):
         # Every worker must take part in saving; only the chief's files are kept.
         directory = os.path.join(tempfile.gettempdir(), f"bert_keras_worker_{distribution.task_id(state.strategy)}")
+    removed = remove_partial_checkpoints(directory)
+    if removed:
+        logging.info("removed the partial checkpoint(s) of an interrupted save: %s",
+                     ", ".join(removed))
     return tf.train.CheckpointManager(state.checkpoint, directory, max_to_keep=options.keep_checkpoint_max,
                                       checkpoint_name="ckpt")
 
@@ -208,7 +232,11 @@ def train(options, strategy=None):
         _log_train(writer, step, metrics)
         console.update(step, metrics)
         if step % options.save_checkpoints_steps == 0 or step >= total:
-            path = manager.save(checkpoint_number=step)
+            try:
+                path = manager.save(checkpoint_number=step)
+            except (OSError, tf.errors.OpError):
+                remove_partial_checkpoints(manager.directory)  # e.g. a full disk
+                raise
             since = metrics_from_sums(interval)
             logging.info("step %d: saved %s; since the last save: %s", step, path,
                          ", ".join(f"{k} {v:.4f}" for k, v in sorted(since.items())))
@@ -350,4 +378,4 @@ def run_pretraining(options, strategy=None):
 __all__ = ["PretrainingOptions", "PretrainingError", "NonFiniteLossError", "TrainingState",
            "run_pretraining", "train", "evaluate", "export_model_dir", "resolve_model_setup",
            "check_output_dir", "build_training_state", "assign_initial_weights", "make_train_function",
-           "make_eval_function", "CHECKPOINTS_DIR", "MODES"]
+           "make_eval_function", "remove_partial_checkpoints", "CHECKPOINTS_DIR", "MODES"]

@@ -20,8 +20,8 @@ from bert_keras.pretraining import dynamic_masking
 from bert_keras.modeldir import model_dir
 from bert_keras.pretraining import inputs as pretraining_input
 from bert_keras.model.config import BertConfig
-from bert_keras.pretraining.run import (NonFiniteLossError, PretrainingError, PretrainingOptions,
-                                        build_training_state, evaluate, make_eval_function,
+from bert_keras.pretraining.run import (CHECKPOINTS_DIR, NonFiniteLossError, PretrainingError,
+                                        PretrainingOptions, build_training_state, evaluate, make_eval_function,
                                         make_train_function, train)
 from bert_keras.data.records import RecordsError
 from bert_keras.pretraining.losses import masked_lm_sums, metrics_from_sums, next_sentence_sums
@@ -175,6 +175,15 @@ def test_no_nsp_trains_masked_lm_only(corpus, tmp_path):
     weights = model_dir.read_weights(str(tmp_path))
     assert "cls/predictions/output_bias" in weights
     assert not any(name.startswith("cls/seq_relationship") for name in weights)
+
+
+def test_a_rerun_removes_the_partial_checkpoint_of_an_interrupted_save(corpus, tmp_path):
+    partial = tmp_path / CHECKPOINTS_DIR / "ckpt-7_temp"
+    partial.mkdir(parents=True)
+    (partial / "part-00000-of-00001.tempstate123").write_bytes(b"\0" * 1000)
+    train(make_options(corpus, tmp_path))
+    left = sorted(os.listdir(tmp_path / CHECKPOINTS_DIR))
+    assert not partial.exists() and any(name.startswith("ckpt-") for name in left), left
 
 
 def test_left_to_right_predicts_the_next_token_under_a_causal_mask(corpus, tmp_path):
