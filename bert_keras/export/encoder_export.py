@@ -123,8 +123,51 @@ def _track_variables(obj, layers):
     obj.regularization_losses = []
 
 
+def _embedding_rows(encoder):
+    """{input name: number of rows of the embedding table it indexes}, and "seq_length": the
+    position table's rows."""
+    rows = {}
+    for variable in encoder.variables:
+        for suffix, name in (("word_embeddings", "input_word_ids"),
+                             ("token_type_embeddings", "input_type_ids"),
+                             ("position_embeddings", "seq_length")):
+            if variable.path.endswith("embeddings/" + suffix):
+                rows[name] = int(variable.shape[0])
+    return rows
+
+
+def _check_inputs(encoder, features):
+    """Asserts in the graph that name the input and its limit, instead of a gather error deep
+    inside (or, on some devices, a silent zero row): the three inputs of one shape, at most
+    max_position_embeddings long, ids and type ids inside their tables, a mask of 0 and 1."""
+    rows = _embedding_rows(encoder)
+    ids = features["input_word_ids"]
+    checks = [tf.debugging.assert_rank(ids, 2, message="input_word_ids must be [batch, seq_length]")]
+    for name in ("input_mask", "input_type_ids"):
+        checks.append(tf.debugging.assert_equal(
+            tf.shape(features[name]), tf.shape(ids),
+            message=f"{name} must have the shape of input_word_ids [batch, seq_length]"))
+    if "seq_length" in rows:
+        checks.append(tf.debugging.assert_less_equal(
+            tf.shape(ids)[1], rows["seq_length"],
+            message=f"seq_length must be at most {rows['seq_length']} (max_position_embeddings)"))
+    for name in ("input_word_ids", "input_type_ids"):
+        if name in rows:
+            value = features[name]
+            checks.append(tf.debugging.assert_non_negative(
+                value, message=f"{name} must be in [0, {rows[name]})"))
+            checks.append(tf.debugging.assert_less(
+                value, tf.cast(rows[name], value.dtype),
+                message=f"{name} must be in [0, {rows[name]})"))
+    mask = features["input_mask"]
+    checks.append(tf.debugging.assert_equal(
+        tf.reduce_all((mask == 0) | (mask == 1)), True, message="input_mask must hold 0 and 1 only"))
+    with tf.control_dependencies(checks):
+        return {name: tf.identity(value) for name, value in features.items()}
+
+
 def _encode(encoder, inputs, training):
-    features = {name: inputs[name] for name in INPUT_NAMES}
+    features = _check_inputs(encoder, {name: inputs[name] for name in INPUT_NAMES})
     outputs = encoder(features, training=training)
     outputs = _float32({"pooled_output": outputs["pooled_output"],
                         "sequence_output": outputs["sequence_output"],

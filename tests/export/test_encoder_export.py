@@ -104,6 +104,17 @@ def describe(path):
         r["mlm_variables"] = len(obj.mlm.variables)
     serve = obj.serve(feed)
     r["serve_pooled"] = serve["pooled_output"].numpy()
+    bad = {"id_64": dict(feed, input_word_ids=feed["input_word_ids"] + 64),
+           "type_2": dict(feed, input_type_ids=feed["input_type_ids"] + 2),
+           "short_mask": dict(feed, input_mask=feed["input_mask"][:, :5]),
+           "too_long": {k: tf.zeros([1, 600], tf.int32) for k in feed}}
+    r["bad_inputs"] = {}
+    for case, values in bad.items():
+        try:
+            signature(**values)
+            r["bad_inputs"][case] = None
+        except tf.errors.InvalidArgumentError as error:
+            r["bad_inputs"][case] = str(error)
     return r
 
 for name, path in EXPORT_DIRS.items():
@@ -181,6 +192,14 @@ def test_tf_hub_names_and_dtypes(float32_results):
                                r["inference"]["pooled_output"], atol=1e-6)
     assert "bfloat16" not in r["graph_dtypes"]
     assert not {"PyFunc", "EagerPyFunc", "PyFuncStateless"} & set(r["op_types"])
+
+
+def test_bad_inputs_are_named_with_their_limit(float32_results):
+    messages = float32_results["bad_inputs"]
+    assert "input_word_ids must be in [0, 64)" in messages["id_64"]
+    assert "input_type_ids must be in [0, 2)" in messages["type_2"]
+    assert "input_mask must have the shape of input_word_ids" in messages["short_mask"]
+    assert "seq_length must be at most 128 (max_position_embeddings)" in messages["too_long"]
 
 
 def test_dropout_only_when_training(float32_results):
