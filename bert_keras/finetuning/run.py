@@ -108,9 +108,8 @@ def create_finetuning_optimizer(model, learning_rate, num_train_steps=None, num_
 
     The update is `optimization.AdamWeightDecay` with Adam's bias correction, epsilon added
     after it: PyTorch's `AdamW`, which the Hugging Face recipes use. (Unlike the original it
-    corrects the moments' bias.) Keras' own `AdamW` adds epsilon before the correction; on
-    STS-B that left the fine-tuned MiniLM at 0.125 Pearson where the same recipe in PyTorch
-    reaches 0.322 (`docs/finetuning.md`).
+    corrects the moments' bias.) Keras' own `AdamW` adds epsilon before the correction, and its
+    steps part from PyTorch's from the first update (`docs/finetuning.md`).
     """
     if not isinstance(learning_rate, keras.optimizers.schedules.LearningRateSchedule):
         learning_rate = optimization.WarmupLinearDecay(learning_rate, num_warmup_steps,
