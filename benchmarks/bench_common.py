@@ -103,6 +103,18 @@ def interleaved_timings(contenders, rounds, warmup=1):
     return times
 
 
+def torch_bert_adamw(model, learning_rate, weight_decay=0.01, epsilon=1e-6):
+    """PyTorch's AdamW with BERT's parameter groups: weight decay on every parameter except
+    LayerNorm weights and biases (the rule of `bert_keras.optimization.no_decay_variables`)."""
+    import torch
+    decay, no_decay = [], []
+    for name, parameter in model.named_parameters():
+        (no_decay if ("LayerNorm" in name or name.endswith("bias")) else decay).append(parameter)
+    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}],
+                             lr=learning_rate, betas=(0.9, 0.999), eps=epsilon)
+
+
 def median(values):
     return statistics.median(values)
 

@@ -220,12 +220,7 @@ def run_reference(spec):
                                      splits.items() for name, value in inputs.items()})
     model = transformers.BertForSequenceClassification.from_pretrained(
         spec["hf_dir"], num_labels=2, dtype=torch.float32)
-    decay, no_decay = [], []
-    for name, parameter in model.named_parameters():
-        (no_decay if ("LayerNorm" in name or name.endswith("bias")) else decay).append(parameter)
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY},
-                                   {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=LEARNING_RATE, betas=(0.9, 0.999), eps=EPSILON)
+    optimizer = bench_common.torch_bert_adamw(model, LEARNING_RATE, WEIGHT_DECAY, EPSILON)
     order = np.load(spec["order_path"])                       # [steps, batch] row indices
     num_train_steps, warmup = len(order), spec["num_warmup_steps"]
 

@@ -141,12 +141,7 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed):
     with torch.no_grad():
         reference.classifier.weight.copy_(torch.from_numpy(head["kernel"].T))
         reference.classifier.bias.copy_(torch.from_numpy(head["bias"]))
-    decay, no_decay = [], []
-    for name, parameter in reference.named_parameters():
-        (no_decay if ("LayerNorm" in name or name.endswith("bias")) else decay).append(parameter)
-    torch_optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY},
-                                         {"params": no_decay, "weight_decay": 0.0}],
-                                        lr=LEARNING_RATE, betas=(0.9, 0.999), eps=EPSILON)
+    torch_optimizer = bench_common.torch_bert_adamw(reference, LEARNING_RATE, WEIGHT_DECAY, EPSILON)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         torch_optimizer, lambda step: step / warmup if step < warmup else max(0.0, 1 - step / total))
     names = {"input_ids": "input_word_ids", "attention_mask": "input_mask",

@@ -223,12 +223,7 @@ def _hf_optimizer(model, steps):
     """`torch.optim.AdamW` with the recipe's decay set and schedule, and its scheduler."""
     import torch
 
-    decay, no_decay = [], []
-    for name, parameter in model.named_parameters():
-        (no_decay if ("LayerNorm" in name or name.endswith("bias")) else decay).append(parameter)
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                                   {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=LEARNING_RATE, betas=(0.9, 0.999), eps=1e-6)
+    optimizer = bench_common.torch_bert_adamw(model, LEARNING_RATE)
 
     def rate(step):  # the same schedule as bert_keras.optimization.WarmupLinearDecay
         if step < WARMUP:
