@@ -106,8 +106,8 @@ def split_path(data_dir, split):
 
     if split not in SPLIT_FILES:
         raise ValueError(f"unknown CoNLL-2003 split {split!r}; use one of {list(SPLIT_FILES)}")
-    found = [os.path.join(os.fspath(data_dir), name) for name in SPLIT_FILES[split]
-             if os.path.isfile(os.path.join(os.fspath(data_dir), name))]
+    candidates = [os.path.join(os.fspath(data_dir), name) for name in SPLIT_FILES[split]]
+    found = [path for path in candidates if os.path.isfile(path)]
     if len(found) > 1:
         raise DataFormatError(f"CoNLL-2003 {split} split: {' and '.join(found)} are both there; "
                               "keep one of them in the folder")
