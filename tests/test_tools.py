@@ -1,5 +1,5 @@
 """Every command-line tool takes its flags from the options it sets and reports bad input the
-same way: `tool: error: message` on stderr, exit status 1, no traceback."""
+same way: `tool: error: message` on stderr, exit status 2, no traceback."""
 
 import os
 import re
@@ -43,14 +43,25 @@ def test_flags_come_from_the_options(tool):
 
 
 @pytest.mark.parametrize("tool", sorted(BAD_INPUT))
-def test_bad_input_is_one_line_and_exit_1(tool, tmp_path):
+def test_bad_input_is_one_line_and_exit_2(tool, tmp_path):
     completed = subprocess.run(
         [sys.executable, os.path.join(TOOLS_DIR, tool), *BAD_INPUT[tool]], cwd=tmp_path,
         capture_output=True, text=True, timeout=300,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     name = "bert-keras-main" if tool == "run_main_job.py" else tool.removesuffix(".py")
     last = completed.stderr.strip().splitlines()[-1]
-    assert completed.returncode == 1, completed.stderr[-2000:]
+    assert completed.returncode == 2, completed.stderr[-2000:]
     assert last.startswith(f"{name}: error: ") and "bert_keras_input" in last, last
     assert "Traceback" not in completed.stderr, completed.stderr[-2000:]
     assert os.listdir(tmp_path) == [], "nothing is written for bad input"
+
+
+@pytest.mark.parametrize("argv", [["--no_such_flag"], ["--vocab_size=many"]])
+def test_a_bad_flag_is_bad_input_too(argv, tmp_path):
+    completed = subprocess.run(
+        [sys.executable, os.path.join(TOOLS_DIR, "build_vocab.py"), *argv], cwd=tmp_path,
+        capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 2, completed.stderr[-2000:]
+    assert completed.stderr.startswith("build_vocab: error: "), completed.stderr[-2000:]
+    assert argv[0].split("=")[0].lstrip("-") in completed.stderr
+    assert "Traceback" not in completed.stderr and os.listdir(tmp_path) == []

@@ -6,8 +6,9 @@
 `--num_unused=994` gives the special tokens the ids of Google's released vocabularies ([PAD] 0,
 [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103); the default puts them at 0-4. The words are those
 of BERT's basic tokenization, as the tokenizer splits them; the result is deterministic for the
-same input. The input must be UTF-8 text: a binary or compressed file, or one in another
-encoding, is refused with an error naming it. See bert_keras/text/vocab_builder.py.
+same input. The input is UTF-8 text unless `--input_encoding` names another encoding (e.g.
+latin-1); a binary or compressed file, or one not in that encoding, is refused with an error
+naming it. See bert_keras/text/vocab_builder.py.
 """
 
 import dataclasses
@@ -20,8 +21,9 @@ from bert_keras.common.errors import BertKerasError
 
 @dataclasses.dataclass
 class BuildVocabOptions:
-    input_files: str = option(None, "Raw UTF-8 text: a comma-separated list of files or globs.",
+    input_files: str = option(None, "Raw text: a comma-separated list of files or globs.",
                               required=True)
+    input_encoding: str = cli.input_encoding_option()
     vocab_size: int = option(None, "Number of tokens in the vocabulary.", required=True)
     output: str = option(None, "The vocab.txt to write.", required=True)
     do_lower_case: bool = cli.do_lower_case_option()
@@ -43,26 +45,26 @@ def check_output(path):
         raise BertKerasError(f"--output: cannot write to the directory {directory}")
 
 
-def check_text_files(files):
-    """Raises, naming the file, unless every file is UTF-8 text (not empty, binary, compressed or
-    in another encoding): the corpus reader's check."""
+def check_text_files(files, encoding="utf-8"):
+    """Raises, naming the file, unless every file is text in `encoding` (not empty, binary or
+    compressed): the corpus reader's check."""
     from bert_keras.data.corpus import check_corpus_files
 
-    check_corpus_files(files, "sentences", min_documents=1)
+    check_corpus_files(files, "sentences", min_documents=1, encoding=encoding)
 
 
 def main():
     options = cli.options_from_flags(BuildVocabOptions)
     files = cli.expand_files(options.input_files)
     check_output(options.output)
-    check_text_files(files)
+    check_text_files(files, options.input_encoding)
 
     from bert_keras.text import vocab_builder
 
     tokens = vocab_builder.build_vocabulary(
         files, options.vocab_size, lower_case=options.do_lower_case,
         num_unused=options.num_unused, max_unique_chars=options.max_unique_chars,
-        progress=options.progress)
+        progress=options.progress, encoding=options.input_encoding)
     vocab_builder.write_vocabulary(tokens, options.output)
     print(f"wrote {len(tokens):,} tokens to {options.output}")
     return 0

@@ -72,6 +72,11 @@ def max_seq_length_option(default=128, help="Wordpieces per sequence, [CLS] and 
     return option(default, help)
 
 
+def input_encoding_option():
+    return option("utf-8", "Encoding of the input text files (e.g. latin-1, cp1252); the "
+                  "model's text is Unicode either way.")
+
+
 def seed_option(default=12345, help="Random seed."):
     return option(default, help, aliases=("random_seed",))
 
@@ -163,6 +168,9 @@ def expand_files(patterns, flag="input_files"):
             continue
         matched = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else (
             [pattern] if os.path.isfile(pattern) else [])
+        if not matched and os.path.isdir(pattern):
+            raise BertKerasError(f"--{flag}: {pattern} is a directory; name the files in it "
+                                 f"(e.g. {os.path.join(pattern, '*.txt')})")
         if not matched:
             raise BertKerasError(f"--{flag}: nothing matches {pattern!r}")
         files.extend(matched)
@@ -171,32 +179,88 @@ def expand_files(patterns, flag="input_files"):
     return files
 
 
+BAD_INPUT = 2  # exit status for bad input (a flag, a file, a setting the user can fix)
+INTERNAL_ERROR = 1  # exit status for a failure of the tool itself (its traceback is logged)
+
+
+def _internal_error_log(tool):
+    """Where the traceback of an internal failure is written: `$BERT_KERAS_LOG_DIR` or the
+    system's temporary directory."""
+    import tempfile
+
+    directory = os.environ.get("BERT_KERAS_LOG_DIR") or tempfile.gettempdir()
+    return os.path.join(directory, f"{tool}-{os.getpid()}-traceback.log")
+
+
 def report_errors(tool, main):
-    """Runs `main()`; bad input (`BertKerasError`, ValueError, a missing or unwritable file, a
-    TensorFlow data error) is printed as `tool: error: message` with exit status 1, without a
-    traceback. Returns main's exit status."""
+    """Runs `main()` and returns its exit status, with one error policy for every tool.
+
+    Bad input (`BertKerasError`, ValueError, a missing or unwritable file, a TensorFlow data
+    error) is printed as `tool: error: message`, without a traceback, and gives exit status 2
+    (`BAD_INPUT`). Anything else is a failure of the tool itself: one line
+    `tool: internal error: ...` naming a log file that holds the traceback, and exit status 1
+    (`INTERNAL_ERROR`).
+
+    Example:
+
+    >>> def main():
+    ...     raise BertKerasError("corpus.txt, line 3: a NUL byte")
+    >>> report_errors("build_vocab", main)
+    2
+    """
     try:
         return main()
     except (ValueError, OSError) as error:
         message = str(error)
-        if isinstance(error, OSError) and error.filename and str(error.filename) not in message:
+        if isinstance(error, OSError) and error.filename and (
+                error.strerror and message.startswith("[Errno")
+                or str(error.filename) not in message):
             message = f"{error.filename}: {error.strerror or message}"
         print(f"{tool}: error: {message}", file=sys.stderr)
-        return 1
-    except Exception as error:  # TensorFlow's OpError (not imported here: it loads TensorFlow)
+        return BAD_INPUT
+    except Exception as error:  # noqa: BLE001 (the policy: every failure gets a message)
+        # TensorFlow's OpError (not imported here: it loads TensorFlow) is bad input too.
         if type(error).__module__.startswith("tensorflow") and hasattr(error, "message"):
             print(f"{tool}: error: {error.message}", file=sys.stderr)
-            return 1
-        raise
+            return BAD_INPUT
+        import traceback
+
+        text = traceback.format_exc()
+        log = _internal_error_log(tool)
+        try:
+            with open(log, "w", encoding="utf-8") as f:
+                f.write(text)
+            where = f"traceback in {log}"
+        except OSError:
+            sys.stderr.write(text)
+            where = "traceback above"
+        print(f"{tool}: internal error: {type(error).__name__}: {error} ({where}; please "
+              "report it)", file=sys.stderr)
+        return INTERNAL_ERROR
+
+
+def _parse_flags(tool):
+    """absl's flag parser with the tools' error policy: a bad or unknown flag is
+    `tool: error: ...` and exit status 2 (absl's own parser exits 1)."""
+    from absl import flags
+
+    def parse(argv):
+        try:
+            return flags.FLAGS(argv)
+        except flags.Error as error:
+            print(f"{tool}: error: {error}\nPass --help for the flags.", file=sys.stderr)
+            sys.exit(BAD_INPUT)
+
+    return parse
 
 
 def run_tool(tool, main):
     """The `if __name__ == "__main__"` of a tool: parses the flags (absl) and exits with
-    `report_errors(tool, main)`."""
+    `report_errors(tool, main)`: 0, `BAD_INPUT` (2) or `INTERNAL_ERROR` (1)."""
     from absl import app
 
-    app.run(lambda argv: sys.exit(report_errors(tool, main)))
+    app.run(lambda argv: sys.exit(report_errors(tool, main)), flags_parser=_parse_flags(tool))
 
 
-__all__ = ["option", "do_lower_case_option", "max_seq_length_option", "seed_option", "options_of", "define_flags", "flag_values_of", "options_from_flags",
-           "expand_files", "report_errors", "run_tool"]
+__all__ = ["option", "do_lower_case_option", "input_encoding_option", "max_seq_length_option", "seed_option", "options_of", "define_flags", "flag_values_of", "options_from_flags",
+           "expand_files", "report_errors", "run_tool", "BAD_INPUT", "INTERNAL_ERROR"]

@@ -72,4 +72,24 @@ def write_json_atomic(path, value, indent=2, **dump_options):
     write_text_atomic(path, json.dumps(value, indent=indent, **dump_options) + "\n")
 
 
-__all__ = ["atomic_path", "atomic_output", "write_atomic", "write_text_atomic", "write_json_atomic"]
+def describe_changes(recorded, current, recorded_as="recorded", current_as="now"):
+    """Names every setting that differs between two records (nested dicts by dotted name), for
+    a rerun that must stop and say what changed.
+
+    >>> describe_changes({"seed": 1, "options": {"max_seq_length": 128, "dupe_factor": 5}},
+    ...                  {"seed": 1, "options": {"max_seq_length": 64, "dupe_factor": 5}})
+    'options.max_seq_length: 128 recorded, 64 now'
+    """
+
+    def walk(old, new, prefix):
+        if isinstance(old, dict) and isinstance(new, dict):
+            for key in sorted(set(old) | set(new), key=str):
+                yield from walk(old.get(key), new.get(key), f"{prefix}{key}.")
+        elif old != new:
+            yield f"{prefix[:-1]}: {old!r} {recorded_as}, {new!r} {current_as}"
+
+    return "; ".join(walk(recorded, current, ""))
+
+
+__all__ = ["atomic_path", "atomic_output", "write_atomic", "write_text_atomic", "write_json_atomic",
+           "describe_changes"]

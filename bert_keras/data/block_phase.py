@@ -155,7 +155,8 @@ class BlockPhase:
         numbers = range(config.task_index, len(config.input_files), config.num_tasks)
         for block in pretraining_corpus.iter_blocks(self.files, config.input_format,
                                                     self.block_bytes, config.utf8_errors,
-                                                    self.corpus, numbers):
+                                                    self.corpus, numbers,
+                                                    config.input_encoding):
             self.bytes_read = self.corpus.bytes
             file_number, in_file = block.key
             done = os.path.exists(block_path(config, block.index))

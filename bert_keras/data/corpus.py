@@ -31,6 +31,7 @@ Example:
 """
 
 import dataclasses
+import os
 import re
 
 from bert_keras.common.errors import BertKerasError
@@ -71,24 +72,55 @@ class CorpusStats:
     split_documents: int = 0
 
 
-def _decoded_lines(path, utf8_errors, stats):
+def _physical_lines(f):
+    """(line, its size in bytes) of a binary file, whatever the line endings: "\\n", "\\r\\n",
+    or a lone "\\r" (old Mac files, which would otherwise be one line). Lines without their
+    endings; the sizes add up to the file's."""
+    for raw in f:
+        if b"\r" not in raw:
+            yield raw.rstrip(b"\n"), len(raw)
+            continue
+        parts = raw.rstrip(b"\r\n").split(b"\r")
+        for part in parts[:-1]:
+            yield part, len(part) + 1
+        yield parts[-1], len(raw) - sum(len(part) + 1 for part in parts[:-1])
+
+
+def _decoded_lines(path, utf8_errors, stats, encoding="utf-8"):
+    encoding = check_encoding(encoding)
     with open(path, "rb") as f:
-        for raw in f:
+        first = True
+        for raw, size in _physical_lines(f):
             stats.lines += 1
-            stats.bytes += len(raw)
+            stats.bytes += size
             try:
-                line = raw.decode("utf-8")
+                line = raw.decode(encoding)
             except UnicodeDecodeError:
                 stats.invalid_utf8_lines += 1
                 if utf8_errors == "skip":
                     stats.skipped_lines += 1
                     continue
-                line = raw.decode("utf-8", errors="replace")
+                line = raw.decode(encoding, errors="replace")
+            if first:
+                line, first = line.removeprefix("\ufeff"), False  # a byte-order mark
             yield line.strip()
 
 
-def iter_documents(files, input_format, utf8_errors="replace", stats=None):
-    """Yields documents (lists of non-empty text lines) of the files, in order."""
+def check_encoding(encoding):
+    """The codec name of `--input_encoding` (e.g. "utf-8", "latin-1", "cp1252"); `CorpusError`
+    naming the flag when Python has no such codec."""
+    import codecs
+
+    try:
+        return codecs.lookup(encoding or "utf-8").name
+    except LookupError:
+        raise CorpusError(f"--input_encoding: no such encoding {encoding!r} (e.g. utf-8, "
+                          "latin-1, cp1252)") from None
+
+
+def iter_documents(files, input_format, utf8_errors="replace", stats=None, encoding="utf-8"):
+    """Yields documents (lists of non-empty text lines) of the files, in order; the files are
+    decoded from `encoding` (lines that do not decode are counted as `invalid_utf8_lines`)."""
     if input_format not in INPUT_FORMATS:
         raise ValueError(f"input_format must be one of {INPUT_FORMATS}, got {input_format!r}")
     if utf8_errors not in UTF8_ERRORS:
@@ -97,7 +129,7 @@ def iter_documents(files, input_format, utf8_errors="replace", stats=None):
     for path in files:
         stats.files += 1
         document = []
-        for line in _decoded_lines(path, utf8_errors, stats):
+        for line in _decoded_lines(path, utf8_errors, stats, encoding):
             if input_format == "sentences":
                 if not line:
                     if document:
@@ -136,48 +168,91 @@ _DOCUMENT_BREAKS = {
 }
 
 
-def check_corpus_files(files, input_format, sniff_bytes=4 << 20, min_documents=2):
+# The first bytes of compressed and archive files: such a file is refused by name.
+_COMPRESSED = (
+    (b"\x1f\x8b", "gzip-compressed", "gunzip"),
+    (b"BZh", "bzip2-compressed", "bunzip2"),
+    (b"\xfd7zXZ\x00", "xz-compressed", "unxz"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed", "unzstd"),
+    (b"PK\x03\x04", "a zip archive", "unzip"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-zip archive", "7z x"),
+)
+
+
+def _compressed(head):
+    for magic, kind, command in _COMPRESSED:
+        if head.startswith(magic) and (magic != b"BZh" or head[3:4].isdigit()):
+            return kind, command
+    return None
+
+
+def check_corpus_files(files, input_format, sniff_bytes=4 << 20, min_documents=2,
+                       encoding="utf-8"):
     """Checks that `files` hold text a pre-training corpus can be made of; returns nothing.
 
-    Raises `CorpusError` naming the file (and line) when a file is empty or blank, looks binary
-    (a NUL byte, or more than 1% of its lines not UTF-8, in its first `sniff_bytes`), or when
-    all the files together hold fewer than two documents: the next-sentence task draws its
-    random second segments from other documents, so one long text without document breaks is
-    rejected with the break its format expects (`min_documents=1`: text that no document is
-    drawn from, such as a vocabulary's). Reads at most `sniff_bytes` of each file for the binary
-    check and stops counting documents at `min_documents`.
+    Raises `CorpusError` naming the file (and line) when a file is empty or blank, compressed
+    (gzip, bzip2, xz, zstd, zip or 7-zip: decompress it first), looks binary (a NUL byte, or
+    more than 1% of its lines not in `encoding`, in its first `sniff_bytes`), or when all the
+    files together hold fewer than two documents: the next-sentence task draws its random
+    second segments from other documents, so one long text without document breaks is rejected
+    with the break its format expects (`min_documents=1`: text that no document is drawn from,
+    such as a vocabulary's). Reads at most `sniff_bytes` of each file for the binary check and
+    stops counting documents at `min_documents`.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "corpus.txt")
+    >>> _ = open(path, "wb").write("Un café.\\n\\nDeux cafés.\\n".encode("latin-1"))
+    >>> check_corpus_files([path], "sentences")
+    Traceback (most recent call last):
+    bert_keras.data.corpus.CorpusError: ...corpus.txt: 2 of its first 3 lines are not UTF-8 (line 1 is the first); if the file is in another encoding, pass it as --input_encoding (e.g. latin-1)
+    >>> check_corpus_files([path], "sentences", encoding="latin-1")
     """
     if input_format not in INPUT_FORMATS:
         raise ValueError(f"input_format must be one of {INPUT_FORMATS}, got {input_format!r}")
+    encoding = check_encoding(encoding)
     if not files:
         raise CorpusError("no input files")
     for path in files:
+        if os.path.isdir(path):
+            raise CorpusError(f"{path}: a directory, not a text file")
         lines = invalid = text_lines = 0
+        first_invalid = None
         read = 0
         with open(path, "rb") as f:
-            for raw in f:
+            compressed = _compressed(f.read(8))
+            if compressed:
+                kind, command = compressed
+                raise CorpusError(f"{path}: {kind}, not text; decompress it first "
+                                  f"({command} {os.path.basename(path)})")
+            f.seek(0)
+            for raw, size in _physical_lines(f):
                 lines += 1
-                read += len(raw)
-                if b"\0" in raw:
+                read += size
+                if b"\0" in raw and encoding not in ("utf-16", "utf-16-le", "utf-16-be",
+                                                     "utf-32", "utf-32-le", "utf-32-be"):
                     raise CorpusError(f"{path}, line {lines}: a NUL byte; this looks like a binary "
-                                      "file, not UTF-8 text")
+                                      "file, not text")
                 try:
-                    text = raw.decode("utf-8")
+                    text = raw.decode(encoding)
                 except UnicodeDecodeError:
                     invalid += 1
+                    first_invalid = first_invalid or lines
                     text = ""
-                text_lines += bool(text.strip())
+                text_lines += bool(text.strip().removeprefix("\ufeff"))
                 if read >= sniff_bytes:
                     break
         if invalid > max(1, lines // 100):
-            raise CorpusError(f"{path}: {invalid} of its first {lines} lines are not UTF-8; this "
-                              "looks like a binary file, not UTF-8 text")
+            hint = ("if the file is in another encoding, pass it as --input_encoding (e.g. "
+                    "latin-1)" if encoding == "utf-8" else "is it in another encoding?")
+            raise CorpusError(f"{path}: {invalid} of its first {lines} lines are not "
+                              f"{'UTF-8' if encoding == 'utf-8' else encoding} (line "
+                              f"{first_invalid} is the first); {hint}")
         if not text_lines:
             raise CorpusError(f"{path}: empty (no text)")
     if min_documents <= 1:
         return
     documents = 0
-    for _ in iter_documents(files, input_format):
+    for _ in iter_documents(files, input_format, encoding=encoding):
         documents += 1
         if documents >= min_documents:
             return
@@ -188,7 +263,7 @@ def check_corpus_files(files, input_format, sniff_bytes=4 << 20, min_documents=2
 
 
 def iter_blocks(files, input_format, block_bytes, utf8_errors="replace", stats=None,
-                file_numbers=None):
+                file_numbers=None, encoding="utf-8"):
     """Yields `Block`s of whole documents, each block closed by the document that brings it to
     `block_bytes` of text (so a block holds less than `2 * block_bytes`).
 
@@ -213,7 +288,7 @@ def iter_blocks(files, input_format, block_bytes, utf8_errors="replace", stats=N
             in_file += 1
             return made
 
-        for document in iter_documents([path], input_format, utf8_errors, stats):
+        for document in iter_documents([path], input_format, utf8_errors, stats, encoding):
             document_size = sum(len(line) + 1 for line in document)
             if document_size < block_bytes:
                 documents.append(document)

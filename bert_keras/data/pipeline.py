@@ -41,7 +41,7 @@ import numpy as np
 from bert_keras.common.errors import BertKerasError
 from bert_keras.common import cli
 from bert_keras.common.cli import option
-from bert_keras.common.files import write_atomic
+from bert_keras.common.files import describe_changes, write_atomic
 from bert_keras.data import corpus as pretraining_corpus
 from bert_keras.data import instances as pretraining_data
 from bert_keras.data.block_phase import BlockPhase, run_bounded, tokenizer_name
@@ -88,8 +88,10 @@ class PipelineConfig:
         "0: about 1/100 of the input, between 256 KiB and 1 MiB. Random-next segments come from "
         "any document of the same input file, whatever the block.", flag="block_size_kib",
         from_flag=lambda kib: kib * 1024)
-    utf8_errors: str = option("replace", "Lines that are not valid UTF-8: decode with U+FFFD, or "
-                              "skip.", choices=UTF8_ERRORS)
+    utf8_errors: str = option("replace", "Lines that are not valid UTF-8 (or not valid in "
+                              "--input_encoding): decode with U+FFFD, or skip.",
+                              choices=UTF8_ERRORS)
+    input_encoding: str = cli.input_encoding_option()
     # (vocab_file, do_lower_case) -> tokenize(list of str) -> (ids, tokens per text); run in
     # threads of the main process, the only one that runs TensorFlow.
     tokenizer: object = None  # None: `block_phase.bert_tokenizer`
@@ -129,7 +131,8 @@ def _check_config(config):
         raise PipelineError(f"bad --vocab_file: {error}") from error
     # Text a corpus can be made of (not binary, compressed or empty; two documents at least),
     # checked as the main job checks it, before anything is written.
-    pretraining_corpus.check_corpus_files(task_files(config), config.input_format)
+    pretraining_corpus.check_corpus_files(task_files(config), config.input_format,
+                                          encoding=config.input_encoding)
 
 
 def task_files(config):
@@ -161,6 +164,7 @@ def _manifest(config, files, block_bytes):
         "num_tasks": config.num_tasks,
         "block_bytes": block_bytes,
         "utf8_errors": config.utf8_errors,
+        "input_encoding": pretraining_corpus.check_encoding(config.input_encoding),
         "tokenizer": tokenizer_name(config),
     }
 
@@ -180,11 +184,10 @@ def _prepare_output_dir(config, manifest):
         with open(path, encoding="utf-8") as f:
             previous = json.load(f)
         if previous != manifest:
-            changed = sorted(k for k in set(previous) | set(manifest)
-                             if previous.get(k) != manifest.get(k))
             raise PipelineError(
                 f"{config.output_dir} holds pre-training data made with other settings or inputs "
-                f"(differences: {', '.join(changed)}); use another --output_dir or empty this one")
+                f"({describe_changes(previous, manifest, 'there', 'now')}); use another "
+                "--output_dir or empty this one")
     else:
         existing = [name for name in os.listdir(config.output_dir)
                     if name.startswith(task_prefix(config) + "shard-")]

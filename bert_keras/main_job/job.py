@@ -4,7 +4,7 @@ import dataclasses
 import json
 import os
 
-from bert_keras.common.files import write_text_atomic
+from bert_keras.common.files import describe_changes, write_text_atomic
 from bert_keras.finetuning.task_models import POOLING_DESCRIPTIONS
 from bert_keras.main_job import stages as stages_lib
 from bert_keras.main_job.demo import demo_stage
@@ -85,10 +85,8 @@ def check_same_settings(options):
     with open(path, encoding="utf-8") as f:
         before = json.load(f)
     now = _settings(options)
-    different = sorted(name for name in set(before) | set(now) if before.get(name) != now.get(name))
-    if different:
-        details = "; ".join(f"{name}: {before.get(name)!r} there, {now.get(name)!r} now"
-                            for name in different[:6])
+    details = describe_changes(before, now, "there", "now")
+    if details:
         raise ValueError(f"{options.paths()['root']} holds a run with other settings ({details}); "
                          "choose another --work_dir, or remove it to start again")
 

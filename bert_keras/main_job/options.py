@@ -51,6 +51,7 @@ class MainJobOptions:
     input_format: str = option("paragraphs", "paragraphs: one paragraph per line, ' = Title = ' "
                                "starts a document; sentences: one sentence per line, blank line "
                                "between documents.", choices=INPUT_FORMATS)
+    input_encoding: str = cli.input_encoding_option()
     do_lower_case: bool = cli.do_lower_case_option("Uncased vocabulary and model.")
     vocab_size: int = option(5000, "WordPiece vocabulary size.")
     preset: str = option("tiny", "Model size: tiny, mini, small, medium, base, large or "

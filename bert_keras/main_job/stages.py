@@ -49,9 +49,10 @@ def check_inputs(options):
     """Checks the training and held-out text before anything is written (`CorpusError`)."""
     from bert_keras.data.corpus import check_corpus_files
 
-    check_corpus_files(expand_files(options.input_files), options.input_format)
+    check_corpus_files(expand_files(options.input_files), options.input_format,
+                       encoding=options.input_encoding)
     check_corpus_files(expand_files(options.heldout_files, "heldout_files"),
-                       options.input_format)
+                       options.input_format, encoding=options.input_encoding)
 
 
 def check_finetune_inputs(options):
@@ -74,7 +75,8 @@ def build_vocab_stage(options, paths):
     from bert_keras.text import vocab_builder
 
     tokens = vocab_builder.build_vocabulary(expand_files(options.input_files), options.vocab_size,
-                                            lower_case=options.do_lower_case)
+                                            lower_case=options.do_lower_case,
+                                            encoding=options.input_encoding)
     os.makedirs(os.path.dirname(paths["vocab"]), exist_ok=True)
     vocab_builder.write_vocabulary(tokens, paths["vocab"])
     return {"summary": f"{len(tokens)} tokens in {paths['vocab']}", "vocab_size": len(tokens)}
@@ -95,7 +97,8 @@ def create_data_stage(options, paths):
             output_dir=paths[f"{split}_data"],
             do_lower_case=options.do_lower_case, options=instance_options,
             seed=options.seed + (split == "heldout"), num_output_shards=shards,
-            num_workers=options.num_workers, input_format=options.input_format)
+            num_workers=options.num_workers, input_format=options.input_format,
+            input_encoding=options.input_encoding)
         stats = pretraining_pipeline.run(config)
         results[split] = {"instances": stats.get("instances"), "documents": stats.get("documents")}
     summary = ", ".join(f"{split}: {value['instances']} instances" for split, value in results.items())

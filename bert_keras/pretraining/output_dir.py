@@ -11,6 +11,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
+from bert_keras.common.files import describe_changes
 from bert_keras.model.config import BertConfig
 from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.pretraining.options import PretrainingError
@@ -163,10 +164,7 @@ def _with_causal_attention(run_record):
 
 
 def _describe_difference(name, old, new):
-    if isinstance(old, dict) and isinstance(new, dict):
-        keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-        return ", ".join(f"{k}: {old.get(k)!r} in the checkpoint, {new.get(k)!r} now" for k in keys)
-    return f"{name}: {old!r} in the checkpoint, {new!r} now"
+    return describe_changes({name: old}, {name: new}, "in the checkpoint", "now")
 
 
 __all__ = ["CHECKPOINTS_DIR", "RUN_FILE", "resolve_model_setup", "check_output_dir", "run_record",

@@ -218,9 +218,9 @@ def make_word_splitter(lower_case):
     return run
 
 
-def _text_blocks(path, block_bytes):
-    """Blocks of about `block_bytes` of whole lines of a file, decoded as UTF-8 with U+FFFD
-    replacing invalid bytes (which the tokenization then removes)."""
+def _text_blocks(path, block_bytes, encoding="utf-8"):
+    """Blocks of about `block_bytes` of whole lines of a file, decoded from `encoding` with
+    U+FFFD replacing invalid bytes (which the tokenization then removes)."""
     with open(path, "rb") as f:
         while True:
             block = f.read(block_bytes)
@@ -228,16 +228,17 @@ def _text_blocks(path, block_bytes):
                 return
             if not block.endswith(b"\n"):
                 block += f.readline()
-            yield len(block), block.decode("utf-8", errors="replace")
+            yield len(block), block.decode(encoding, errors="replace")
 
 
-def count_words(files, lower_case, block_bytes=1 << 20, progress=True):
-    """{word: count} over all `files` (decoded as UTF-8 with replacement)."""
+def count_words(files, lower_case, block_bytes=1 << 20, progress=True, encoding="utf-8"):
+    """{word: count} over all `files` (decoded from `encoding`, UTF-8 by default, with
+    replacement)."""
     counter = WordCounter(lower_case)
     total = sum(os.path.getsize(f) for f in files) or 1
     done, start, last = 0, time.time(), 0.0
     for path in files:
-        for size, text in _text_blocks(path, block_bytes):
+        for size, text in _text_blocks(path, block_bytes, encoding):
             counter.add(text)
             done += size
             if progress and time.time() - last > 1.0:
@@ -415,12 +416,13 @@ def learn_vocabulary(word_counts, vocab_size, num_unused=0, max_unique_chars=100
     return vocabulary
 
 
-def build_vocabulary(files, vocab_size, lower_case=True, num_unused=0, progress=True, **kwargs):
-    """Counts the words of `files` and learns a vocabulary of exactly `vocab_size` tokens
-    (`kwargs`: those of `learn_vocabulary`)."""
+def build_vocabulary(files, vocab_size, lower_case=True, num_unused=0, progress=True,
+                     encoding="utf-8", **kwargs):
+    """Counts the words of `files` (decoded from `encoding`) and learns a vocabulary of exactly
+    `vocab_size` tokens (`kwargs`: those of `learn_vocabulary`)."""
     if not files:
         raise VocabularyBuildError("no input files")
-    counts = count_words(files, lower_case, progress=progress)
+    counts = count_words(files, lower_case, progress=progress, encoding=encoding)
     return learn_vocabulary(counts, vocab_size, num_unused=num_unused, progress=progress,
                             **kwargs)
 

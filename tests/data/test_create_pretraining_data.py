@@ -3,7 +3,9 @@
 Each run is a real subprocess of the tool, as a user or a cluster's job runner would start it.
 """
 
+import bz2
 import glob
+import gzip
 import json
 import os
 import signal
@@ -150,7 +152,8 @@ def test_resume_after_kill(reference_run, tmp_path):
     # A further rerun has nothing to do; other settings are refused.
     assert run_tool(output_dir).returncode == 0
     result = run_tool(output_dir, "--dupe_factor=4")
-    assert result.returncode == 1 and "other settings" in result.stderr
+    assert result.returncode == 2 and "other settings" in result.stderr
+    assert "options.dupe_factor: " in result.stderr and "4 now" in result.stderr, result.stderr
 
 
 def test_original_format_and_invalid_utf8(tmp_path):
@@ -180,26 +183,26 @@ def assert_no_output(output_dir):
 def test_bad_inputs_fail_clearly_without_output(tmp_path):
     output_dir = str(tmp_path / "out")
     result = run_tool(output_dir, inputs=str(tmp_path / "missing-*.txt"))
-    assert result.returncode == 1 and "nothing matches" in result.stderr
+    assert result.returncode == 2 and "nothing matches" in result.stderr
     assert_no_output(output_dir)
 
     bad_vocab = tmp_path / "vocab.txt"
     bad_vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n")
     result = run_tool(output_dir, vocab=str(bad_vocab))
-    assert result.returncode == 1 and "[MASK]" in result.stderr
+    assert result.returncode == 2 and "[MASK]" in result.stderr
     assert_no_output(output_dir)
 
     a_file = tmp_path / "a-file"
     a_file.write_text("x")
     result = run_tool(str(a_file / "out"))
-    assert result.returncode == 1 and "cannot write to --output_dir" in result.stderr
+    assert result.returncode == 2 and "cannot write to --output_dir" in result.stderr
 
     result = run_tool(output_dir, "--max_seq_length=4")
-    assert result.returncode == 1 and "max_seq_length" in result.stderr
+    assert result.returncode == 2 and "max_seq_length" in result.stderr
     assert_no_output(output_dir)
 
     result = run_tool(output_dir, "--num_tasks=2", "--task_index=2")
-    assert result.returncode == 1 and "task_index" in result.stderr
+    assert result.returncode == 2 and "task_index" in result.stderr
     assert_no_output(output_dir)
 
 
@@ -210,7 +213,7 @@ def test_a_second_run_into_the_same_directory_is_refused_while_the_first_lives(t
     try:
         (output_dir / ".lock").write_text(json.dumps({"pid": holder.pid, "host": os.uname().nodename}))
         result = run_tool(str(output_dir), "--num_workers=1")
-        assert result.returncode == 1, result.stderr
+        assert result.returncode == 2, result.stderr
         assert f"is being written by another run (pid {holder.pid}" in result.stderr
         assert output_files(str(output_dir)) == {} and (output_dir / ".lock").exists()
     finally:
@@ -223,13 +226,51 @@ def test_a_second_run_into_the_same_directory_is_refused_while_the_first_lives(t
     assert len(output_files(str(output_dir))) == 4 and not (output_dir / ".lock").exists()
 
 
+def test_every_line_ending_a_byte_order_mark_and_latin1_give_the_same_records(reference_run,
+                                                                              tmp_path):
+    """The reference corpus with Windows ("\\r\\n") and old Mac ("\\r") line endings, with a
+    UTF-8 byte-order mark, and in Latin-1 with --input_encoding=latin-1: the same records,
+    byte for byte; compressed copies are refused by name."""
+    text = open(fixture_path("wikitext.txt"), encoding="utf-8").read()
+    variants = {
+        "crlf": text.replace("\n", "\r\n").encode("utf-8"),
+        "cr": text.replace("\n", "\r").encode("utf-8"),
+        "bom": b"\xef\xbb\xbf" + text.encode("utf-8"),
+    }
+    reference = output_files(reference_run)
+    for name, data in variants.items():
+        corpus = tmp_path / f"{name}.txt"
+        corpus.write_bytes(data)
+        result = run_tool(str(tmp_path / name), "--num_workers=2", inputs=str(corpus))
+        assert result.returncode == 0, (name, result.stderr)
+        assert output_files(str(tmp_path / name)) == reference, name
+    # The fixture has characters Latin-1 lacks (an en dash): its Latin-1 part against UTF-8.
+    latin = "".join(char if ord(char) < 256 else "-" for char in text)
+    outputs = []
+    for encoding in ("utf-8", "latin-1"):
+        corpus = tmp_path / f"{encoding}.txt"
+        corpus.write_bytes(latin.encode(encoding))
+        result = run_tool(str(tmp_path / encoding), "--num_workers=2",
+                          f"--input_encoding={encoding}", inputs=str(corpus))
+        assert result.returncode == 0, (encoding, result.stderr)
+        outputs.append(output_files(str(tmp_path / encoding)))
+    assert outputs[0] == outputs[1] and len(outputs[0]) == 4
+    for name, pack in (("gz", gzip.compress), ("bz2", bz2.compress)):
+        corpus = tmp_path / f"corpus.txt.{name}"
+        corpus.write_bytes(pack(text.encode("utf-8")))
+        result = run_tool(str(tmp_path / f"out-{name}"), inputs=str(corpus))
+        assert result.returncode == 2 and f"{corpus}: {'gzip' if name == 'gz' else 'bzip2'}-" \
+            "compressed, not text; decompress it first" in result.stderr, result.stderr
+        assert_no_output(str(tmp_path / f"out-{name}"))
+
+
 def test_empty_input_fails_without_output(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("\n \n\t\n\n")
     output_dir = str(tmp_path / "out")
     result = run_tool(output_dir, "--num_workers=1", inputs=str(empty))
     # The corpus check names the file (the main job's check, shared since).
-    assert result.returncode == 1 and f"{empty}: empty (no text)" in result.stderr
+    assert result.returncode == 2 and f"{empty}: empty (no text)" in result.stderr
     assert not os.path.exists(output_dir)
 
 
@@ -326,7 +367,7 @@ def test_a_cased_vocabulary_with_lower_casing_is_refused(tmp_path):
         [sys.executable, TOOL, f"--input_file={fixture_path('sample_text.txt')}",
          f"--vocab_file={vocab}", f"--output_dir={output_dir}", "--do_lower_case"],
         capture_output=True, text=True, timeout=300)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "is a cased vocabulary" in result.stderr and "--nodo_lower_case" in result.stderr
     assert_no_output(output_dir)
 
@@ -338,5 +379,5 @@ def test_binary_or_compressed_input_is_refused_not_turned_into_records(tmp_path)
     packed.write_bytes(gzip.compress(("A sentence.\nAnother one.\n\nA new document.\n" * 50).encode()))
     output_dir = str(tmp_path / "out")
     result = run_tool(output_dir, "--num_workers=1", inputs=str(packed))
-    assert result.returncode == 1 and str(packed) in result.stderr and "binary" in result.stderr
+    assert result.returncode == 2 and str(packed) in result.stderr and "binary" in result.stderr
     assert not os.path.exists(output_dir)

@@ -94,5 +94,5 @@ def test_a_run_killed_after_a_checkpoint_resumes_to_the_same_weights(data, tmp_p
 
 def test_bad_flags_fail_with_a_message_and_exit_code(data, tmp_path):
     done = run(command(data, tmp_path / "out", "--max_seq_length=128"))
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert "part-00000.tfrecord" in done.stderr and "max_seq_length=32" in done.stderr

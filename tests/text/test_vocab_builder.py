@@ -201,7 +201,7 @@ def test_vocabulary_of_text_with_unicode_spaces_loads_in_the_tokenizer(tmp_path,
 
 
 def _assert_one_line_error(result, *needles):
-    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.returncode == 2, result.stdout + result.stderr
     lines = result.stderr.strip().split("\n")
     assert lines[-1].startswith("build_vocab: error: ") and "Traceback" not in result.stderr, (
         result.stderr)
@@ -232,11 +232,34 @@ def test_cli_errors(tmp_path):
     latin1.write_bytes("\n".join(french).encode("latin-1"))
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
-    for bad, needle in [(packed, "binary"), (latin1, "not UTF-8"), (empty, "empty")]:
+    for bad, needle in [(packed, "gzip-compressed, not text; decompress it first"),
+                        (latin1, "not UTF-8 (line 1 is the first)"), (latin1, "--input_encoding"),
+                        (empty, "empty"), (tmp_path, "a directory")]:
         result = run_tool(f"--input_files={sample},{bad}", "--vocab_size=300",
                           f"--output={tmp_path}/vocab.txt")
         _assert_one_line_error(result, str(bad), needle)
+    result = run_tool(f"--input_files={latin1}", "--vocab_size=300", "--input_encoding=klingon",
+                      f"--output={tmp_path}/vocab.txt")
+    _assert_one_line_error(result, "--input_encoding", "klingon")
     assert not os.path.exists(tmp_path / "vocab.txt") and not os.path.exists(tmp_path / "v.txt")
+
+
+def test_input_encoding_reads_latin1_text(tmp_path):
+    """A Latin-1 corpus with --input_encoding=latin-1: its accented letters are learnt, as from
+    the same text in UTF-8 (the vocabulary is the same)."""
+    french = ["Le garçon a mangé une crème brûlée à la fenêtre.",
+              "Où est la bibliothèque ? Près de l'église, déjà."] * 30
+    vocabularies = []
+    for encoding in ("latin-1", "utf-8"):
+        corpus = tmp_path / f"{encoding}.txt"
+        corpus.write_bytes("\n".join(french).encode(encoding))
+        output = tmp_path / f"vocab-{encoding}.txt"
+        result = run_tool(f"--input_files={corpus}", "--vocab_size=120", "--nodo_lower_case",
+                          f"--input_encoding={encoding}", f"--output={output}", "--noprogress")
+        assert result.returncode == 0, result.stderr
+        vocabularies.append(output.read_text(encoding="utf-8").split("\n"))
+    assert vocabularies[0] == vocabularies[1]
+    assert {"ç", "é", "è", "û", "à", "ê"} <= {token.removeprefix("##") for token in vocabularies[0]}
 
 
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,

@@ -173,6 +173,6 @@ def test_cli_trains_and_reports_bad_input_in_one_line(tmp_path):
     failed = subprocess.run(args[:3] + [f"--data_dir={tmp_path / 'nowhere'}"] + args[4:]
                             + [f"--output_dir={tmp_path / 'out2'}"], capture_output=True,
                             text=True, env=env, timeout=300)
-    assert failed.returncode == 1
+    assert failed.returncode == 2
     assert "error: mrpc train split not found" in failed.stderr.lower()
     assert "Traceback" not in failed.stderr
