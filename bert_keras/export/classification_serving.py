@@ -9,7 +9,7 @@ regression: `score` float32 [batch].
 
 import tensorflow as tf
 
-from bert_keras.export.raw_text import label_names, sanitize_utf8
+from bert_keras.export.raw_text import label_names, same_batch, sanitize_utf8
 from bert_keras.text.packing import pack_segments
 
 
@@ -51,10 +51,10 @@ class ClassificationServing:
 
         if pair:
             def serve(text_a, text_b):
-                return predict(text_a, text_b)
+                return predict(*same_batch("text_a", text_a, text_b=text_b))
 
             def encode_pair(text_a, text_b):
-                return encode([text_a, text_b])
+                return encode(same_batch("text_a", text_a, text_b=text_b))
 
             self.encode = tf.function(encode_pair, input_signature=signature, autograph=False)
         else:

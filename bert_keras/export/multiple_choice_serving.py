@@ -26,7 +26,7 @@ Example:
 
 import tensorflow as tf
 
-from bert_keras.export.raw_text import sanitize_utf8
+from bert_keras.export.raw_text import same_batch, sanitize_utf8
 from bert_keras.finetuning.swag import data as swag
 from bert_keras.model.encoder import INPUT_NAMES
 from bert_keras.text.packing import pack_segments
@@ -49,6 +49,7 @@ class MultipleChoiceServing:
         """The pairs the model sees: `input_word_ids`, `input_mask`, `input_type_ids` int32
         [batch, num_choices, seq_length]."""
         choices = self._num_choices
+        sent1, sent2, endings = same_batch("sent1", sent1, sent2=sent2, endings=endings)
         texts_b = swag.choice_texts(sanitize_utf8(sent2)[:, None], sanitize_utf8(endings),
                                     xp=tf)  # [b, choices]
         context = self._tokenize(sanitize_utf8(sent1))[0].merge_dims(1, 2)  # [b, (pieces)]

@@ -58,6 +58,24 @@ def pad_positions(values, max_length, value=0.0):
     return tf.pad(values, padding, constant_values=value)
 
 
+def same_batch(first_name, first, **others):
+    """`first` and `others` (string tensors, batch first) with an in-graph check that they hold
+    the same number of rows, naming them: e.g. one context per question. Returns the tensors in
+    order (the check runs before anything reads them).
+
+    >>> same_batch("question", tf.constant(["a", "b"]), context=tf.constant(["c"]))
+    Traceback (most recent call last):
+    tensorflow.python.framework.errors_impl.InvalidArgumentError: ...question and context must have the same batch size (one context per question)...
+    """
+    batch = tf.shape(first)[0]
+    checks = [tf.debugging.assert_equal(
+        tf.shape(value)[0], batch,
+        message=f"{first_name} and {name} must have the same batch size (one {name} per "
+        f"{first_name})") for name, value in others.items()]
+    with tf.control_dependencies(checks):
+        return [tf.identity(first)] + [tf.identity(value) for value in others.values()]
+
+
 def column(value, rows):
     return tf.RaggedTensor.from_tensor(tf.fill([rows, 1], tf.cast(value, tf.int32)))
 

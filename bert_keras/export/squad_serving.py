@@ -10,7 +10,7 @@ per context are run.
 
 import tensorflow as tf
 
-from bert_keras.export.raw_text import NEG_INF, char_offsets, column, sanitize_utf8
+from bert_keras.export.raw_text import NEG_INF, char_offsets, column, same_batch, sanitize_utf8
 from bert_keras.finetuning.squad.postprocess import NO_CANDIDATE_NULL_ODDS
 from bert_keras.text.packing import dense_inputs, first_n
 
@@ -43,6 +43,7 @@ class SquadServing:
 
     def _squad_windows(self, question, context):
         """The windows of every example and what post-processing needs about them."""
+        question, context = same_batch("question", question, context=context)
         seq = self._seq_length
         query = self._tokenize(question)[0].merge_dims(1, 2)
         query = first_n(query, tf.fill([tf.shape(question)[0]], self._max_query_length))

@@ -78,6 +78,11 @@ def run(sent1, sent2, endings):
 results["rows"] = run(**FIELDS)
 results["bad"] = run(BAD, BAD[::-1], [[text, b"", text, b"?"] for text in BAD])
 results["empty"] = run([], [], [])
+try:
+    run(BAD[:2], BAD[:1], [[text, b"", text, b"?"] for text in BAD[:2]])
+    results["mismatch"] = None
+except Exception as error:
+    results["mismatch"] = f"{type(error).__name__}: {error}"
 results["specs"] = (
     sorted((k, s.dtype.name, s.shape.as_list())
            for k, s in serve.structured_input_signature[1].items()),
@@ -147,3 +152,9 @@ def test_bad_input_gives_valid_outputs(loaded):
     assert set(bad["label_id"].tolist()) <= {0, 1, 2, 3}
     empty = loaded["empty"]
     assert empty["logits"].shape == (0, 4) and empty["label_id"].shape == (0,)
+
+
+def test_inputs_of_different_batch_sizes_are_refused_by_name(loaded):
+    message = loaded["mismatch"]
+    assert message and message.startswith("InvalidArgumentError"), message
+    assert "sent1 and sent2 must have the same batch size (one sent2 per sent1)" in message

@@ -124,6 +124,20 @@ results["squad_bad"] = run("squad", question=BAD, context=BAD[::-1])
 results["squad_bad_context"] = run("squad", question=["who"] * len(BAD), context=BAD)
 results["squad_empty"] = run("squad", question=[], context=[])
 results["ner"] = run("ner", text=NER_TEXTS)
+
+
+def error_of(name, **inputs):
+    try:
+        run(name, **inputs)
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
+results["classification_one_b_for_two_a"] = error_of(
+    "classification", text_a=CLASSIFY_A[:2], text_b=CLASSIFY_B[:1])
+results["squad_one_context_for_two_questions"] = error_of(
+    "squad", question=QUESTIONS[:2], context=CONTEXTS[:1])
 results["ner_bad"] = run("ner", text=BAD)
 results["ner_empty"] = run("ner", text=[])
 '''
@@ -398,6 +412,18 @@ def test_bad_input_gives_valid_outputs(exported, loaded):
     # Long text: at most max_windows (8) windows of 10 wordpieces are labelled.
     long_text = _decoded(BAD[4])
     assert out["entity_end"][4].max() <= len(long_text)
+
+
+def test_inputs_of_different_batch_sizes_are_refused_by_name(loaded):
+    """One text_b per text_a, one context per question: a mismatch is an error that says so,
+    not an internal gather error or answers paired with the wrong context."""
+    for key, names in (("classification_one_b_for_two_a", ("text_a", "text_b")),
+                       ("squad_one_context_for_two_questions", ("question", "context"))):
+        message = loaded[key]
+        assert message and message.startswith("InvalidArgumentError"), (key, message)
+        first, second = names
+        assert (f"{first} and {second} must have the same batch size (one {second} per {first})"
+                in message), message
 
 
 def test_long_context_uses_several_windows(exported):
