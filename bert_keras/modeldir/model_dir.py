@@ -144,7 +144,22 @@ class ModelDir:
         self.config = read_config(self.path)
         self.vocab = read_vocab(self.path, self.config)
         self.do_lower_case = read_do_lower_case(self.path)
+        self._check_casing()
         self.task_config = read_task_config(self.path)
+
+    def _check_casing(self):
+        """The casing of tokenizer_config.json must be the vocabulary's: an uncased vocabulary
+        read without lower-casing maps every capitalized word to [UNK] or pieces (and a cased
+        one read with it never sees its capitalized tokens)."""
+        if self.do_lower_case == self.vocab.is_uncased():
+            return
+        path = os.path.join(self.path, TOKENIZER_CONFIG_NAME)
+        kind = "an uncased" if self.vocab.is_uncased() else "a cased"
+        raise ModelDirError(
+            f"{path}: do_lower_case is {str(self.do_lower_case).lower()}, but "
+            f"{os.path.join(self.path, VOCAB_NAME)} is {kind} vocabulary; set it to "
+            f"{str(self.vocab.is_uncased()).lower()} (or rebuild the model directory with the "
+            "right casing)")
 
     @property
     def vocab_file(self):

@@ -19,7 +19,7 @@ def test_docstring_examples():
 
 def _write(path, weights=None, task_config=None):
     config = bert_keras.BertConfig.from_preset("tiny", vocab_size=len(TOKENS))
-    write_model_dir(path, config, bert_keras.Vocabulary(TOKENS), False, weights, task_config)
+    write_model_dir(path, config, bert_keras.Vocabulary(TOKENS), True, weights, task_config)
     return config
 
 
@@ -29,7 +29,7 @@ def test_model_dir_reads_everything_once_and_weights_on_first_use(tmp_path, monk
            {"task": "glue/sst2"})
     model = ModelDir(path)
     assert (model.config.hidden_size, list(model.vocab.tokens), model.do_lower_case,
-            model.task_config) == (128, TOKENS, False, {"task": "glue/sst2"})
+            model.task_config) == (128, TOKENS, True, {"task": "glue/sst2"})
     reads = []
     real = model_dir_lib.read_weights
     monkeypatch.setattr(model_dir_lib, "read_weights", lambda p: reads.append(p) or real(p))
@@ -54,6 +54,11 @@ def test_errors_name_the_file(tmp_path):
     path = tmp_path / "model"
     _write(path)
     with open(path / "tokenizer_config.json", "w") as f:
+        json.dump({"do_lower_case": False}, f)
+    with pytest.raises(ModelDirError, match="tokenizer_config.json: do_lower_case is false, but "
+                       ".*vocab.txt is an uncased vocabulary; set it to true"):
+        ModelDir(path)
+    with open(path / "tokenizer_config.json", "w") as f:
         json.dump({"do_lower_case": "yes"}, f)
     with pytest.raises(ModelDirError, match="tokenizer_config.json: do_lower_case must be"):
         ModelDir(path)
@@ -72,7 +77,7 @@ def test_loaders_accept_a_model_dir_value(tmp_path):
     model = ModelDir(path)
     loaded = loading.load_encoder(model)
     pre = loading.load_preprocessor(model, seq_length=5)(["Hello world"])
-    # The directory says cased: "Hello" is not in the vocabulary, "world" is.
-    assert pre["input_word_ids"].numpy().tolist() == [[2, 1, 6, 3, 0]]
+    # The directory says uncased, as its vocabulary is: "Hello" is read as "hello".
+    assert pre["input_word_ids"].numpy().tolist() == [[2, 5, 6, 3, 0]]
     np.testing.assert_allclose(loaded(pre)["pooled_output"], encoder(pre)["pooled_output"],
                                atol=1e-6)
