@@ -70,8 +70,11 @@ def _read_safetensors(path):
             for key in f.keys():
                 arrays[key] = f.get_tensor(key)
     except Exception as error:
-        raise ConversionError(f"{path}: cannot read safetensors ({error}); bfloat16 files need to be "
-                              "saved as float32 or float16 first") from error
+        hint = ("; bfloat16 files need to be saved as float32 or float16 first"
+                if "bf16" in str(error).lower() or "bfloat16" in str(error).lower() else
+                "; the file is truncated or not a safetensors file" if "header" in str(error)
+                or "EOF" in str(error) or "incomplete" in str(error) else "")
+        raise ConversionError(f"{path}: cannot read safetensors ({error}){hint}") from error
     return arrays
 
 
@@ -124,6 +127,12 @@ def convert_hf_checkpoint(input_dir, output_dir, do_lower_case=None):
     Returns:
       The `BertConfig`.
     """
+    if not os.path.isdir(input_dir):
+        raise ConversionError(
+            f"--input={input_dir}: not a directory; --format=hf reads a Hugging Face BERT "
+            "directory (config.json, vocab.txt, model.safetensors)"
+            + ("; for an original checkpoint prefix pass --format=tf1"
+               if os.path.exists(input_dir + ".index") else ""))
     config = BertConfig.from_hf_config(os.path.join(input_dir, "config.json"))
     vocab = Vocabulary.from_file(os.path.join(input_dir, "vocab.txt"))
     vocab.check_size(config.vocab_size, os.path.join(input_dir, "config.json"))

@@ -212,3 +212,24 @@ def test_a_casing_the_vocabulary_cannot_have_is_refused(tmp_path):
     assert not output.exists()
     convert.convert_hf_checkpoint(str(source), str(output), do_lower_case=uncased)
     assert model_dir.read_do_lower_case(str(output)) is uncased
+
+
+def test_a_truncated_weights_file_and_a_file_as_input_are_named(tmp_path):
+    source = tmp_path / "hf"
+    source.mkdir()
+    (source / "config.json").write_text(json.dumps(dict(CONFIG.to_dict(), model_type="bert")))
+    (source / "vocab.txt").write_text("\n".join(tiny_vocab_tokens(CONFIG.vocab_size)) + "\n")
+    save_file(_hf_arrays(random_weights(_all_shapes(CONFIG), seed=5), "bert.", False),
+              str(source / "model.safetensors"))
+    whole = (source / "model.safetensors").read_bytes()
+    for cut in (1000, len(whole) // 2):
+        (source / "model.safetensors").write_bytes(whole[:cut])
+        with pytest.raises(convert.ConversionError,
+                           match="model.safetensors: cannot read safetensors .*the file is "
+                                 "truncated or not a safetensors file") as raised:
+            convert.convert_hf_checkpoint(str(source), str(tmp_path / "out"))
+        assert "bfloat16" not in str(raised.value)
+    assert not os.path.exists(tmp_path / "out")
+    with pytest.raises(convert.ConversionError, match="config.json: not a directory; "
+                       "--format=hf reads a Hugging Face BERT directory"):
+        convert.convert_hf_checkpoint(str(source / "config.json"), str(tmp_path / "out"))
