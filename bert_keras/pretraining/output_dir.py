@@ -101,6 +101,8 @@ def check_output_dir(options, config):
     Returns the latest checkpoint path to resume from, or None.
     """
     out = options.output_dir
+    if tf.io.gfile.exists(out) and not tf.io.gfile.isdir(out):
+        raise PretrainingError(f"--output_dir={out} is a file, not a directory")
     latest, previous = latest_checkpoint(out)
     if latest and previous is None:
         raise PretrainingError(f"{os.path.join(out, CHECKPOINTS_DIR)} holds checkpoints ({latest}) "

@@ -96,3 +96,9 @@ def test_bad_flags_fail_with_a_message_and_exit_code(data, tmp_path):
     done = run(command(data, tmp_path / "out", "--max_seq_length=128"))
     assert done.returncode == 2
     assert "part-00000.tfrecord" in done.stderr and "max_seq_length=32" in done.stderr
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a directory")
+    done = run(command(data, a_file))
+    assert done.returncode == 2 and f"--output_dir={a_file} is a file, not a directory" in (
+        done.stderr), done.stderr[-2000:]
+    assert a_file.read_text() == "not a directory"
