@@ -178,9 +178,25 @@ def test_a_rerun_with_other_settings_is_refused(finished_job):
     stamp = os.path.getmtime(options.paths()["results"])
     other = dataclasses.replace(options, num_train_steps=options.num_train_steps + 1,
                                 preset="mini")
-    with pytest.raises(ValueError, match="other settings .*num_train_steps.*preset"):
+    with pytest.raises(ValueError, match="other settings .*num_train_steps.*preset.*--start_over"):
         main_job.run_main_job(other)
     assert os.path.getmtime(options.paths()["results"]) == stamp
+
+
+def test_start_over_removes_only_what_the_job_writes(tmp_path):
+    from bert_keras.main_job import job
+
+    options = main_job.MainJobOptions(work_dir=str(tmp_path / "work"), start_over=True)
+    paths = options.paths()
+    for key, path in paths.items():
+        if key != "root":
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(key)
+    (tmp_path / "work" / "notes.txt").write_text("the user's own file")
+    removed = job.remove_outputs(options)
+    assert "stages" in removed and "data" in removed and "results.json" in removed
+    assert os.listdir(tmp_path / "work") == ["notes.txt"]
 
 
 def test_an_interrupted_stage_is_redone(finished_job, tmp_path):

@@ -73,6 +73,7 @@ def _settings(options):
     """The options that decide the results (everything but where they go), as JSON values."""
     values = dataclasses.asdict(options)
     values.pop("work_dir")
+    values.pop("start_over")
     return json.loads(json.dumps(values, default=list))
 
 
@@ -88,13 +89,38 @@ def check_same_settings(options):
     details = describe_changes(before, now, "there", "now")
     if details:
         raise ValueError(f"{options.paths()['root']} holds a run with other settings ({details}); "
-                         "choose another --work_dir, or remove it to start again")
+                         "choose another --work_dir, or pass --start_over to replace that run")
+
+
+def remove_outputs(options):
+    """Removes what the job writes in its work directory (nothing else there), for
+    `--start_over`; returns the names removed."""
+    import shutil
+
+    root = options.paths()["root"]
+    names = sorted({os.path.relpath(path, root).split(os.sep)[0]
+                    for key, path in options.paths().items() if key != "root"})
+    removed = []
+    for name in names:
+        path = os.path.join(root, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        elif os.path.lexists(path):
+            os.remove(path)
+        else:
+            continue
+        removed.append(name)
+    return removed
 
 
 def run_main_job(options):
     """Runs (or resumes) every stage; writes `results.json`; returns {stage: result}."""
     check_options(options)
     paths = options.paths()
+    if options.start_over and os.path.isdir(paths["root"]):
+        removed = remove_outputs(options)
+        if removed:
+            print(f"--start_over: removed {', '.join(removed)} from {paths['root']}", flush=True)
     if not os.path.exists(os.path.join(paths["stages"], "data.json")):
         stages_lib.check_inputs(options)
     if not os.path.exists(os.path.join(paths["stages"], "finetune.json")):
