@@ -112,10 +112,15 @@ def check_encoding(encoding):
     import codecs
 
     try:
-        return codecs.lookup(encoding or "utf-8").name
+        name = codecs.lookup(encoding or "utf-8").name
     except LookupError:
         raise CorpusError(f"--input_encoding: no such encoding {encoding!r} (e.g. utf-8, "
                           "latin-1, cp1252)") from None
+    if not "a\n".encode(name).endswith(b"a\n"):  # e.g. UTF-16: "\n" is two bytes
+        raise CorpusError(f"--input_encoding={encoding}: lines are not split by the byte \"\\n\" "
+                          f"in {name}; convert the files to UTF-8 first (iconv -f {name} -t "
+                          "UTF-8)")
+    return name
 
 
 def iter_documents(files, input_format, utf8_errors="replace", stats=None, encoding="utf-8"):
@@ -179,10 +184,23 @@ _COMPRESSED = (
 )
 
 
+# Byte-order marks of encodings whose line breaks are not the byte "\\n" (read as bytes, line
+# by line, they cannot be decoded): such a file is refused with the conversion to make.
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+              (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+
+
 def _compressed(head):
     for magic, kind, command in _COMPRESSED:
         if head.startswith(magic) and (magic != b"BZh" or head[3:4].isdigit()):
             return kind, command
+    return None
+
+
+def _wide_encoding(head):
+    for bom, name in _WIDE_BOMS:
+        if head.startswith(bom):
+            return name
     return None
 
 
@@ -219,17 +237,21 @@ def check_corpus_files(files, input_format, sniff_bytes=4 << 20, min_documents=2
         first_invalid = None
         read = 0
         with open(path, "rb") as f:
-            compressed = _compressed(f.read(8))
+            head = f.read(8)
+            compressed = _compressed(head)
             if compressed:
                 kind, command = compressed
                 raise CorpusError(f"{path}: {kind}, not text; decompress it first "
                                   f"({command} {os.path.basename(path)})")
+            wide = _wide_encoding(head)
+            if wide:
+                raise CorpusError(f"{path}: {wide} text (it starts with a {wide} byte-order "
+                                  f"mark); convert it to UTF-8 first (iconv -f {wide} -t UTF-8)")
             f.seek(0)
             for raw, size in _physical_lines(f):
                 lines += 1
                 read += size
-                if b"\0" in raw and encoding not in ("utf-16", "utf-16-le", "utf-16-be",
-                                                     "utf-32", "utf-32-le", "utf-32-be"):
+                if b"\0" in raw:
                     raise CorpusError(f"{path}, line {lines}: a NUL byte; this looks like a binary "
                                       "file, not text")
                 try:

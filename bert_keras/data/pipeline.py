@@ -115,6 +115,9 @@ def _check_config(config):
     if config.utf8_errors not in pretraining_corpus.UTF8_ERRORS:
         raise PipelineError(f"--utf8_errors must be one of {pretraining_corpus.UTF8_ERRORS}, "
                             f"got {config.utf8_errors!r}")
+    if config.block_bytes < 0:
+        raise PipelineError(f"--block_size_kib must be positive (or 0: automatic), got "
+                            f"{config.block_bytes // 1024}")
     if config.num_output_shards < 1:
         raise PipelineError(f"--num_output_shards must be at least 1, got "
                             f"{config.num_output_shards}")

@@ -1,0 +1,163 @@
+"""Bad input, across the text tools: each case exits with status 2 and one line
+`tool: error: ...` that names the file, line or flag, without a traceback, writes nothing and
+leaves the inputs as they were.
+
+Each tool's own tests hold its other cases (tests/test_tools.py: a missing input for every tool;
+tests/text/test_vocab_builder.py, tests/data/test_create_pretraining_data.py,
+tests/pretraining/test_run_pretraining_cli.py, tests/modeldir/test_convert.py,
+tests/test_main_job.py, tests/export/test_encoder_export.py and test_task_export.py). The cases
+here are those the error policy adds: compressed and UTF-16 files, impossible encodings and
+ranges, broken vocabularies.
+"""
+
+import bz2
+import hashlib
+import lzma
+import os
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from support import REPO_ROOT, TESTS_DIR
+
+CORPUS = os.path.join(TESTS_DIR, "fixtures", "pretraining_wikitext.txt")
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def _inputs(root):
+    """The files the cases read, written into `root`: {name: path}."""
+    text = open(CORPUS, encoding="utf-8").read()
+    words = sorted(set(text.lower().split()))[:300]
+    files = {"corpus": CORPUS}
+
+    def write(name, data):
+        path = os.path.join(root, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        files[name] = path
+
+    write("vocab.txt", "\n".join(SPECIAL + words).encode() + b"\n")
+    write("vocab_duplicate.txt", "\n".join(SPECIAL + words + [words[3]]).encode() + b"\n")
+    write("vocab_empty.txt", b"")
+    write("vocab_bom.txt", b"\xef\xbb\xbf" + "\n".join(SPECIAL + words).encode() + b"\n")
+    write("vocab_no_mask.txt", "\n".join(SPECIAL[:4] + words).encode() + b"\n")
+    write("corpus.txt.bz2", bz2.compress(text.encode()))
+    write("corpus.txt.xz", lzma.compress(text.encode()))
+    write("utf16.txt", text.encode("utf-16"))
+    write("one_document.txt", "\n".join(line for line in text.split("\n")
+                                        if not line.startswith(" = ")).encode())
+    zipped = os.path.join(root, "corpus.zip")
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.write(CORPUS, "corpus.txt")
+    files["corpus.zip"] = zipped
+    return files
+
+
+VOCAB = [sys.executable, os.path.join(REPO_ROOT, "tools", "build_vocab.py"), "--noprogress"]
+DATA = [sys.executable, os.path.join(REPO_ROOT, "tools", "create_pretraining_data.py"),
+        "--noprogress", "--input_format=paragraphs", "--max_seq_length=64",
+        "--max_predictions_per_seq=10"]
+
+# (name, tool, arguments ({name} = an input file, {out} = the output), what the message says)
+CASES = [
+    ("vocab: bzip2 input", VOCAB, ["--input_files={corpus.txt.bz2}"],
+     "{corpus.txt.bz2}: bzip2-compressed, not text; decompress it first"),
+    ("vocab: xz input", VOCAB, ["--input_files={corpus.txt.xz}"],
+     "{corpus.txt.xz}: xz-compressed, not text"),
+    ("vocab: zip archive", VOCAB, ["--input_files={corpus.zip}"],
+     "{corpus.zip}: a zip archive, not text"),
+    ("vocab: UTF-16 input", VOCAB, ["--input_files={utf16.txt}"],
+     "{utf16.txt}: UTF-16 text (it starts with a UTF-16 byte-order mark); convert it to UTF-8"),
+    ("vocab: an encoding without byte line breaks", VOCAB,
+     ["--input_files={corpus}", "--input_encoding=utf-16"],
+     "--input_encoding=utf-16: lines are not split"),
+    ("vocab: unknown encoding", VOCAB, ["--input_files={corpus}", "--input_encoding=ebcdic-x"],
+     "--input_encoding: no such encoding 'ebcdic-x'"),
+    ("vocab: negative size", VOCAB, ["--input_files={corpus}", "--vocab_size=-5"],
+     "vocab_size=-5"),
+    ("vocab: negative unused", VOCAB, ["--input_files={corpus}", "--num_unused=-1"],
+     "num_unused must be >= 0, got -1"),
+    ("vocab: size not a number", VOCAB, ["--input_files={corpus}", "--vocab_size=many"],
+     "vocab_size"),
+    ("data: bzip2 input", DATA, ["--input_files={corpus.txt.bz2}", "--vocab_file={vocab.txt}"],
+     "{corpus.txt.bz2}: bzip2-compressed, not text"),
+    ("data: UTF-16 input", DATA, ["--input_files={utf16.txt}", "--vocab_file={vocab.txt}"],
+     "{utf16.txt}: UTF-16 text"),
+    ("data: one document", DATA, ["--input_files={one_document.txt}", "--vocab_file={vocab.txt}"],
+     "one document in all, with no document breaks"),
+    ("data: duplicate vocabulary token", DATA,
+     ["--input_files={corpus}", "--vocab_file={vocab_duplicate.txt}"], "already appears on line"),
+    ("data: empty vocabulary", DATA, ["--input_files={corpus}", "--vocab_file={vocab_empty.txt}"],
+     "{vocab_empty.txt}: vocabulary file is empty"),
+    ("data: vocabulary with a byte-order mark", DATA,
+     ["--input_files={corpus}", "--vocab_file={vocab_bom.txt}"],
+     "line 1 starts with a byte-order mark"),
+    ("data: vocabulary without [MASK]", DATA,
+     ["--input_files={corpus}", "--vocab_file={vocab_no_mask.txt}"], "[MASK]"),
+    ("data: a directory as vocabulary", DATA,
+     ["--input_files={corpus}", "--vocab_file={root}"], "a directory, not a vocabulary file"),
+    ("data: dupe factor 0", DATA, ["--input_files={corpus}", "--vocab_file={vocab.txt}",
+                                   "--dupe_factor=0"], "dupe_factor must be at least 1, got 0"),
+    ("data: masking share above 1", DATA, ["--input_files={corpus}", "--vocab_file={vocab.txt}",
+                                           "--masked_lm_prob=1.5"],
+     "masked_lm_prob must be in [0, 1], got 1.5"),
+    ("data: short-sequence share above 1", DATA,
+     ["--input_files={corpus}", "--vocab_file={vocab.txt}", "--short_seq_prob=2"],
+     "short_seq_prob must be in [0, 1], got 2.0"),
+    ("data: no predictions", DATA, ["--input_files={corpus}", "--vocab_file={vocab.txt}",
+                                    "--max_predictions_per_seq=0"],
+     "max_predictions_per_seq must be at least 1, got 0"),
+    ("data: negative block size", DATA, ["--input_files={corpus}", "--vocab_file={vocab.txt}",
+                                         "--block_size_kib=-1"],
+     "--block_size_kib must be positive (or 0: automatic), got -1"),
+    ("data: unknown input format", DATA, ["--input_files={corpus}", "--vocab_file={vocab.txt}",
+                                          "--input_format=markdown"], "input_format"),
+    ("data: zero shards", DATA, ["--input_files={corpus}", "--vocab_file={vocab.txt}",
+                                 "--num_output_shards=0"],
+     "--num_output_shards must be at least 1, got 0"),
+]
+
+
+def _filled(text, inputs):
+    """`text` with each {name} replaced by the path of that input."""
+    for key, path in inputs.items():
+        text = text.replace("{" + key + "}", path)
+    return text
+
+
+def _digests(root):
+    return {name: hashlib.sha256(open(os.path.join(root, name), "rb").read()).hexdigest()
+            for name in sorted(os.listdir(root))}
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("inputs")
+    files = _inputs(str(root))
+    files["root"] = str(root)
+    return files
+
+
+@pytest.mark.parametrize("name,tool,arguments,message", CASES, ids=[case[0] for case in CASES])
+def test_bad_input_is_refused_by_name_and_writes_nothing(name, tool, arguments, message, inputs,
+                                                        tmp_path):
+    out = tmp_path / "out"
+    output = ([f"--output={out / 'vocab.txt'}", "--vocab_size=200"] if tool is VOCAB
+              else [f"--output_dir={out}"])
+    if tool is VOCAB:
+        out.mkdir()
+    arguments = [_filled(argument, inputs) for argument in arguments]
+    before = _digests(inputs["root"])
+    completed = subprocess.run([*tool, *output, *arguments], capture_output=True, text=True,
+                               timeout=300, cwd=tmp_path,
+                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    tool_name = os.path.basename(tool[1]).removesuffix(".py")
+    lines = completed.stderr.strip().splitlines()
+    assert completed.returncode == 2, completed.stderr[-3000:]
+    assert lines and lines[0].startswith(f"{tool_name}: error: "), completed.stderr[-3000:]
+    assert _filled(message, inputs) in completed.stderr, (message, completed.stderr[-3000:])
+    assert "Traceback" not in completed.stderr
+    assert not out.exists() or os.listdir(out) == [], sorted(os.listdir(out))
+    assert _digests(inputs["root"]) == before, "an input was changed"
