@@ -92,6 +92,29 @@ class FinetuningOptions:
                                      "runs).")
     max_eval_examples: int = option(None, "Evaluate only the first N examples.")
 
+    def validate(self):
+        """ValueError naming the flag of the first setting out of its range (None: the task's
+        default, checked once applied)."""
+        def bad(name, rule, value):
+            raise ValueError(f"--{name} must be {rule}, got {value}")
+
+        for name in ("learning_rate",):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                bad(name, "positive", value)
+        for name in ("train_batch_size", "eval_batch_size", "max_seq_length", "doc_stride",
+                     "max_query_length", "max_answer_length", "n_best_size", "feature_layers",
+                     "lstm_units", "max_train_examples", "max_eval_examples"):
+            value = getattr(self, name)
+            if value is not None and not value >= 1:
+                bad(name, "at least 1", value)
+        for name in ("warmup_proportion", "dropout_rate"):
+            value = getattr(self, name)
+            if not 0 <= value < 1 and not (name == "warmup_proportion" and value == 1):
+                bad(name, "in [0, 1]" if name == "warmup_proportion" else "in [0, 1)", value)
+        if not self.weight_decay >= 0:
+            bad("weight_decay", "at least 0", self.weight_decay)
+
 
 # task family -> defaults applied where an option is None.
 _DEFAULTS = {
@@ -157,8 +180,9 @@ class FinetuningTask:
         for key, value in _DEFAULTS[self.family].items():
             if getattr(self.options, key) is None:
                 setattr(self.options, key, value)
+        self.options.validate()
         self.vocab = model_dir_lib.read_vocab(self.model_dir)
-        self.do_lower_case = model_dir_lib.read_do_lower_case(self.model_dir)
+        self.do_lower_case = model_dir_lib.read_do_lower_case(self.model_dir, self.vocab)
         # The in-graph tokenizer of the exported preprocessor and task models: one tokenizer
         # from fine-tuning to serving.
         self.tokenizer = WordTokenizer(model_dir_lib.vocab_path(self.model_dir),

@@ -142,6 +142,12 @@ def convert_hf_checkpoint(input_dir, output_dir, do_lower_case=None):
         if os.path.exists(tokenizer_config):
             with open(tokenizer_config, encoding="utf-8") as f:
                 do_lower_case = json.load(f).get("do_lower_case")
+            if do_lower_case is not None and bool(do_lower_case) != vocab.is_uncased():
+                kind = "an uncased" if vocab.is_uncased() else "a cased"
+                raise ConversionError(
+                    f"{tokenizer_config} says do_lower_case={str(bool(do_lower_case)).lower()}, "
+                    f"but {vocab.path} is {kind} vocabulary; pass --do_lower_case="
+                    f"{str(vocab.is_uncased()).lower()} to convert it as the vocabulary is")
         if do_lower_case is None:
             do_lower_case = vocab.is_uncased()
     arrays = read_hf_weights(input_dir, config)

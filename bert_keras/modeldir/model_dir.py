@@ -89,8 +89,10 @@ def _pretrained_left_to_right(model_dir):
     return isinstance(options, dict) and options.get("left_to_right") is True
 
 
-def read_do_lower_case(model_dir):
-    """Whether the vocabulary of a model directory expects lower-cased, accent-stripped text."""
+def read_do_lower_case(model_dir, vocab=None):
+    """Whether the vocabulary of a model directory expects lower-cased, accent-stripped text;
+    `ModelDirError` when tokenizer_config.json says another casing than the vocabulary has
+    (`vocab`: the directory's `Vocabulary`, when read already)."""
     path = _require(model_dir, TOKENIZER_CONFIG_NAME)
     try:
         with open(path, encoding="utf-8") as f:
@@ -100,6 +102,17 @@ def read_do_lower_case(model_dir):
         raise ModelDirError(f"{path}: expected {{\"do_lower_case\": true|false}} ({error})") from error
     if not isinstance(value, bool):
         raise ModelDirError(f"{path}: do_lower_case must be true or false, got {value!r}")
+    if vocab is None and os.path.exists(os.path.join(model_dir, VOCAB_NAME)):
+        vocab = Vocabulary.from_file(os.path.join(model_dir, VOCAB_NAME))
+    if vocab is not None and value != vocab.is_uncased():
+        # An uncased vocabulary read without lower-casing maps every capitalized word to [UNK]
+        # or pieces; a cased one read with it never sees its capitalized tokens.
+        kind = "an uncased" if vocab.is_uncased() else "a cased"
+        raise ModelDirError(
+            f"{path}: do_lower_case is {str(value).lower()}, but "
+            f"{os.path.join(model_dir, VOCAB_NAME)} is {kind} vocabulary; set it to "
+            f"{str(vocab.is_uncased()).lower()} (or rebuild the model directory with the right "
+            "casing)")
     return value
 
 
@@ -143,23 +156,8 @@ class ModelDir:
         self.path = os.fspath(path)
         self.config = read_config(self.path)
         self.vocab = read_vocab(self.path, self.config)
-        self.do_lower_case = read_do_lower_case(self.path)
-        self._check_casing()
+        self.do_lower_case = read_do_lower_case(self.path, self.vocab)
         self.task_config = read_task_config(self.path)
-
-    def _check_casing(self):
-        """The casing of tokenizer_config.json must be the vocabulary's: an uncased vocabulary
-        read without lower-casing maps every capitalized word to [UNK] or pieces (and a cased
-        one read with it never sees its capitalized tokens)."""
-        if self.do_lower_case == self.vocab.is_uncased():
-            return
-        path = os.path.join(self.path, TOKENIZER_CONFIG_NAME)
-        kind = "an uncased" if self.vocab.is_uncased() else "a cased"
-        raise ModelDirError(
-            f"{path}: do_lower_case is {str(self.do_lower_case).lower()}, but "
-            f"{os.path.join(self.path, VOCAB_NAME)} is {kind} vocabulary; set it to "
-            f"{str(self.vocab.is_uncased()).lower()} (or rebuild the model directory with the "
-            "right casing)")
 
     @property
     def vocab_file(self):

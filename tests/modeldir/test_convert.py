@@ -114,13 +114,21 @@ def test_hf_directory_converts(tmp_path, prefix, legacy):
     source.mkdir()
     hf_config = dict(CONFIG.to_dict(), model_type="bert", architectures=["BertForPreTraining"])
     (source / "config.json").write_text(json.dumps(hf_config))
-    (source / "vocab.txt").write_text("\n".join(tiny_vocab_tokens(CONFIG.vocab_size)) + "\n")
+    cased = tiny_vocab_tokens(CONFIG.vocab_size - 1) + ["Paris"]  # a cased vocabulary
+    (source / "vocab.txt").write_text("\n".join(cased) + "\n")
     (source / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": False}))
     save_file(_hf_arrays(arrays, prefix, legacy), str(source / "model.safetensors"))
 
     output = str(tmp_path / "converted")
     convert.convert_hf_checkpoint(str(source), output)
     assert model_dir.read_do_lower_case(output) is False
+    # tokenizer_config.json contradicting the vocabulary is refused unless the casing is given.
+    (source / "vocab.txt").write_text("\n".join(tiny_vocab_tokens(CONFIG.vocab_size)) + "\n")
+    with pytest.raises(convert.ConversionError, match="tokenizer_config.json says "
+                       "do_lower_case=false, but .*vocab.txt is an uncased vocabulary; pass "
+                       "--do_lower_case=true"):
+        convert.convert_hf_checkpoint(str(source), str(tmp_path / "refused"))
+    assert not os.path.exists(tmp_path / "refused")
     converted = model_dir.read_weights(output)
     assert sorted(converted) == sorted(arrays)
     for name, value in arrays.items():
