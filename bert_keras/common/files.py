@@ -42,6 +42,55 @@ def atomic_path(path, suffix=""):
             os.remove(temporary)
 
 
+class DirectoryInUseError(FileExistsError):
+    """An output directory that holds files of another writer (`atomic_directory`)."""
+
+
+@contextlib.contextmanager
+def atomic_directory(path, replaceable=lambda path: False):
+    """Yields an empty temporary directory beside `path`; when the block ends without an
+    exception it becomes `path`. An existing `path` is replaced only when it is empty or
+    `replaceable(path)` says so (e.g. an earlier output of the same writer); otherwise
+    `DirectoryInUseError` before the block runs, so that nothing of the user's is overwritten. On an
+    exception (or a kill) the temporary is all that is left, never a half-written `path`.
+
+    >>> import os, tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> with atomic_directory(os.path.join(root, "export")) as temporary:
+    ...     _ = open(os.path.join(temporary, "saved_model.pb"), "w").write("graph")
+    >>> sorted(os.listdir(root)), os.listdir(os.path.join(root, "export"))
+    (['export'], ['saved_model.pb'])
+    >>> with atomic_directory(os.path.join(root, "export")) as temporary:
+    ...     pass
+    Traceback (most recent call last):
+    bert_keras.common.files.DirectoryInUseError: ...export already holds saved_model.pb; choose a new or empty directory
+    """
+    import shutil
+
+    path = os.path.abspath(os.fspath(path))
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise DirectoryInUseError(f"{path} is a file, not a directory")
+        held = sorted(os.listdir(path))
+        if held and not replaceable(path):
+            raise DirectoryInUseError(f"{path} already holds {', '.join(held[:5])}"
+                                  f"{', ...' if len(held) > 5 else ''}; choose a new or empty "
+                                  "directory")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    temporary = f"{path}.tmp-{os.getpid()}"
+    shutil.rmtree(temporary, ignore_errors=True)
+    os.makedirs(temporary)
+    try:
+        yield temporary
+        old = f"{path}.old-{os.getpid()}"
+        if os.path.exists(path):
+            os.replace(path, old)
+        os.replace(temporary, path)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+
+
 @contextlib.contextmanager
 def atomic_output(path, mode="wb"):
     """Yields a file open for writing (`mode` "wb" or "w", UTF-8) that replaces `path` when the
@@ -91,5 +140,5 @@ def describe_changes(recorded, current, recorded_as="recorded", current_as="now"
     return "; ".join(walk(recorded, current, ""))
 
 
-__all__ = ["atomic_path", "atomic_output", "write_atomic", "write_text_atomic", "write_json_atomic",
+__all__ = ["atomic_path", "atomic_directory", "DirectoryInUseError", "atomic_output", "write_atomic", "write_text_atomic", "write_json_atomic",
            "describe_changes"]

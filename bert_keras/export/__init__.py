@@ -12,7 +12,7 @@ See docs/export.md.
 import json
 import os
 
-from bert_keras.common.files import write_text_atomic
+from bert_keras.common.files import DirectoryInUseError, atomic_directory, write_text_atomic
 from bert_keras.export.encoder_export import (
     EncoderModule, build_encoder_module, export_encoder, export_encoder_from_model_dir)
 from bert_keras.export.options import KINDS, ExportOptions
@@ -33,22 +33,40 @@ def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="f
     What was exported is recorded in `assets.extra/export_info.json` (`read_export_info`):
     kind, dtype (None for the preprocessor, which has no weights) and the model directory.
     """
+    if kind not in KINDS:
+        raise ValueError(f"unknown export kind {kind!r}; use one of {KINDS}")
+    # Written beside export_dir and renamed into place: a killed export leaves no half-written
+    # SavedModel; an earlier export is replaced, any other non-empty directory refused.
+    try:
+        with atomic_directory(export_dir, replaceable=_is_export) as temporary:
+            _export_into(kind, model_dir, temporary, seq_length, dtype, max_windows)
+    except DirectoryInUseError as error:
+        raise ValueError(f"--export_dir: {error}") from None
+    return export_dir
+
+
+# What a SavedModel directory holds; an export replaces an earlier one with nothing else in it.
+_SAVEDMODEL_ENTRIES = {"saved_model.pb", "variables", "assets", "assets.extra", "fingerprint.pb"}
+
+
+def _is_export(path):
+    return bool(read_export_info(path)) and set(os.listdir(path)) <= _SAVEDMODEL_ENTRIES
+
+
+def _export_into(kind, model_dir, export_dir, seq_length, dtype, max_windows):
     if kind == "encoder":
         export_encoder_from_model_dir(model_dir, export_dir, dtype=dtype)
     elif kind == "preprocessor":
         from bert_keras.export.preprocessor_export import export_preprocessor_from_model_dir
         export_preprocessor_from_model_dir(model_dir, export_dir, seq_length=seq_length or 128)
-    elif kind == "task":
+    else:
         from bert_keras.export.task_export import export_task_from_model_dir
         export_task_from_model_dir(model_dir, export_dir, seq_length=seq_length, dtype=dtype,
                                    max_windows=max_windows)
-    else:
-        raise ValueError(f"unknown export kind {kind!r}; use one of {KINDS}")
     info = {"kind": kind, "dtype": None if kind == "preprocessor" else dtype,
             "model_dir": os.path.abspath(os.fspath(model_dir))}
     write_text_atomic(os.path.join(export_dir, "assets.extra", EXPORT_INFO_NAME),
                       json.dumps(info, indent=2, sort_keys=True) + "\n")
-    return export_dir
 
 
 def read_export_info(export_dir):

@@ -251,6 +251,24 @@ def test_cli_exports_encoder(exports):
     assert info["kind"] == "encoder" and info["dtype"] == "float32"
 
 
+def test_an_export_replaces_only_an_earlier_export(exports, tmp_path):
+    """The SavedModel is written beside export_dir and renamed into place: an earlier export
+    is replaced whole, a directory with anything else in it is refused and left as it was."""
+    from bert_keras.export import export_from_model_dir, read_export_info
+
+    out = tmp_path / "encoder"
+    export_from_model_dir("encoder", exports["model_dir"], str(out))
+    first = (out / "saved_model.pb").stat().st_mtime_ns
+    export_from_model_dir("encoder", exports["model_dir"], str(out))
+    assert (out / "saved_model.pb").stat().st_mtime_ns != first
+    assert read_export_info(str(out))["kind"] == "encoder"
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="--export_dir: .*encoder already holds .*notes.txt"):
+        export_from_model_dir("encoder", exports["model_dir"], str(out))
+    assert (out / "notes.txt").read_text() == "mine" and (out / "saved_model.pb").exists()
+    assert sorted(os.listdir(tmp_path)) == ["encoder"]  # no temporary left behind
+
+
 def test_unknown_dtype_is_a_clear_error(exports):
     from bert_keras.export import encoder_export
 
