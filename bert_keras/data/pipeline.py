@@ -92,6 +92,8 @@ class PipelineConfig:
                               "--input_encoding): decode with U+FFFD, or skip.",
                               choices=UTF8_ERRORS)
     input_encoding: str = cli.input_encoding_option()
+    start_over: bool = cli.start_over_option("records, statistics and work files in --output_dir "
+                                             "(of this task; nothing else there)")
     # (vocab_file, do_lower_case) -> tokenize(list of str) -> (ids, tokens per text); run in
     # threads of the main process, the only one that runs TensorFlow.
     tokenizer: object = None  # None: `block_phase.bert_tokenizer`
@@ -190,13 +192,14 @@ def _prepare_output_dir(config, manifest):
             raise PipelineError(
                 f"{config.output_dir} holds pre-training data made with other settings or inputs "
                 f"({describe_changes(previous, manifest, 'there', 'now')}); use another "
-                "--output_dir or empty this one")
+                "--output_dir, or pass --start_over to replace that data")
     else:
         existing = [name for name in os.listdir(config.output_dir)
                     if name.startswith(task_prefix(config) + "shard-")]
         if existing:
             raise PipelineError(f"{config.output_dir} already holds shards ({existing[0]}, ...) "
-                                "but no manifest; use another --output_dir or empty this one")
+                                "but no manifest; use another --output_dir, or pass --start_over "
+                                "to replace them")
         write_atomic(path, json.dumps(manifest, indent=1, sort_keys=True).encode())
     _acquire_lock(config)
     os.makedirs(work_dir(config), exist_ok=True)
@@ -420,6 +423,8 @@ def run(config):
     manifest = _manifest(config, files, block_bytes)
     shards = [shard_path(config, s) for s in range(config.num_output_shards)]
     created_output_dir = not os.path.exists(config.output_dir)
+    if config.start_over and not created_output_dir:
+        _remove_earlier_run(config)
     _prepare_output_dir(config, manifest)  # takes the lock
     try:
         if os.path.exists(stats_path(config)) and all(os.path.exists(p) for p in shards):
@@ -468,6 +473,30 @@ def run(config):
 
 def _remove_work_dir(config):
     shutil.rmtree(work_dir(config), ignore_errors=True)
+
+
+def _remove_earlier_run(config):
+    """--start_over: removes this task's shards (of any shard count), statistics, manifest and
+    work files from the output directory, under its lock; prints what it removed."""
+    import glob
+
+    _acquire_lock(config)
+    try:
+        shards = glob.glob(os.path.join(glob.escape(config.output_dir),
+                                        f"{task_prefix(config)}shard-*-of-*.tfrecord"))
+        paths = shards + [p for p in (manifest_path(config), stats_path(config))
+                          if os.path.exists(p)]
+        for path in paths:
+            os.remove(path)
+        had_work = os.path.exists(work_dir(config))
+        _remove_work_dir(config)
+    finally:
+        _release_lock(config)
+    if paths or had_work:
+        print(f"--start_over: removed {len(shards)} shard(s), "
+              f"{len(paths) - len(shards)} other file(s)"
+              f"{' and the work files' if had_work else ''} from {config.output_dir}",
+              file=sys.stderr)
 
 
 def _remove_outputs(config, remove_output_dir):

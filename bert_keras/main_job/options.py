@@ -44,9 +44,8 @@ class MainJobOptions:
     """Settings of the main job; the defaults fit a 2-core CPU in a few minutes."""
 
     work_dir: str = option("bert_keras_work", "Where every output goes; a rerun resumes.")
-    start_over: bool = option(False, "Remove this job's earlier outputs from --work_dir (only "
-                              "the files and folders it writes) and run every stage again, "
-                              "e.g. after changing a setting.")
+    start_over: bool = cli.start_over_option("outputs in --work_dir (only the files and "
+                                             "folders the job writes)")
     input_files: str = option(BOOKS_TRAIN_FILE, "Training text: comma-separated files or globs "
                               "(default: passages of the 28 bundled public-domain books).")
     heldout_files: str = option(BOOKS_HELDOUT_FILE, "Held-out text for evaluation (default: the "

@@ -154,6 +154,13 @@ def test_resume_after_kill(reference_run, tmp_path):
     result = run_tool(output_dir, "--dupe_factor=4")
     assert result.returncode == 2 and "other settings" in result.stderr
     assert "options.dupe_factor: " in result.stderr and "4 now" in result.stderr, result.stderr
+    assert "--start_over" in result.stderr and output_files(output_dir) == reference
+    # --start_over replaces that run (fewer shards: the old ones must not stay behind).
+    result = run_tool(output_dir, "--dupe_factor=4", "--num_output_shards=2", "--start_over")
+    assert result.returncode == 0, result.stderr
+    assert "--start_over: removed 4 shard(s), 2 other file(s)" in result.stderr, result.stderr
+    assert sorted(output_files(output_dir)) == [f"shard-0000{i}-of-00002.tfrecord" for i in (0, 1)]
+    assert load_stats(output_dir)["instances"] > 0
 
 
 def test_original_format_and_invalid_utf8(tmp_path):
