@@ -79,6 +79,8 @@ CASES = [
      "vocab_size=-5"),
     ("vocab: negative unused", VOCAB, ["--input_files={corpus}", "--num_unused=-1"],
      "num_unused must be >= 0, got -1"),
+    ("vocab: an absurd size", VOCAB, ["--input_files={corpus}", "--vocab_size=1000000000"],
+     "vocab_size=1,000,000,000 is larger than 1,000,000"),
     ("vocab: size not a number", VOCAB, ["--input_files={corpus}", "--vocab_size=many"],
      "vocab_size"),
     ("data: bzip2 input", DATA, ["--input_files={corpus.txt.bz2}", "--vocab_file={vocab.txt}"],

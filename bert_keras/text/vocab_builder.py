@@ -343,6 +343,10 @@ def _usage_counts(tokens, words):
     return {token: used[index] for token, index in ids.items() if token in tokens}
 
 
+# Larger than any BERT vocabulary; a bigger vocab_size is a typo (and would exhaust memory).
+MAX_VOCAB_SIZE = 1_000_000
+
+
 def learn_vocabulary(word_counts, vocab_size, num_unused=0, max_unique_chars=1000,
                      min_frequency=2, max_token_length=50, oversample=1.25, progress=False):
     """A list of exactly `vocab_size` tokens learned from `word_counts` ({word: count}).
@@ -367,6 +371,10 @@ def learn_vocabulary(word_counts, vocab_size, num_unused=0, max_unique_chars=100
     if vocab_size <= len(reserved):
         raise VocabularyBuildError(f"vocab_size={vocab_size} leaves no room after the "
                                    f"{len(reserved)} special and unused tokens")
+    if vocab_size > MAX_VOCAB_SIZE:
+        raise VocabularyBuildError(f"vocab_size={vocab_size:,} is larger than {MAX_VOCAB_SIZE:,}, "
+                                   "beyond any BERT vocabulary (30,522 for English BERT, "
+                                   "119,547 for multilingual BERT)")
     alphabet = _alphabet(word_counts, max_unique_chars)
     # Sorted, so that the result does not depend on the order of `word_counts`.
     words = sorted(((word, count) for word, count in word_counts.items()
@@ -407,6 +415,11 @@ def learn_vocabulary(word_counts, vocab_size, num_unused=0, max_unique_chars=100
         others = kept[::-1]
     vocabulary = reserved + characters + others
     next_unused = num_unused
+    if len(vocabulary) < vocab_size:
+        sys.stderr.write(f"warning: the input yields {len(vocabulary) - len(reserved):,} tokens; "
+                         f"the other {vocab_size - len(vocabulary):,} of vocab_size="
+                         f"{vocab_size:,} are [unusedK] placeholders (a larger corpus or a "
+                         "smaller vocab_size avoids them)\n")
     while len(vocabulary) < vocab_size:
         vocabulary.append(f"[unused{next_unused}]")
         next_unused += 1

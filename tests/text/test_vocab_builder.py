@@ -274,3 +274,14 @@ def test_cli_refuses_an_unwritable_output_directory(tmp_path):
     finally:
         locked.chmod(0o700)
     _assert_one_line_error(result, "cannot write", str(locked))
+
+
+def test_a_vocab_size_beyond_the_input_is_filled_with_placeholders_and_said(capsys):
+    counts = {"low": 5, "lower": 2, "newest": 6, "widest": 3}
+    tokens = vocab_builder.learn_vocabulary(counts, 200)
+    assert len(tokens) == 200 and tokens[-1].startswith("[unused")
+    placeholders = sum(token.startswith("[unused") for token in tokens)
+    err = capsys.readouterr().err
+    assert f"the other {placeholders:,} of vocab_size=200 are [unusedK] placeholders" in err, err
+    with pytest.raises(vocab_builder.VocabularyBuildError, match="larger than 1,000,000"):
+        vocab_builder.learn_vocabulary(counts, 10**9)
