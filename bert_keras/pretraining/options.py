@@ -55,6 +55,8 @@ class PretrainingOptions:
     output_dir: str = option("", "The model directory to write; checkpoints go to "
                              "<output_dir>/checkpoints and a rerun resumes from them.",
                              required=True)
+    start_over: bool = cli.start_over_option("checkpoints, logs and model files in --output_dir "
+                                             "(nothing else there)")
     config: object = option(None, "Model size: a preset (tiny, mini, small, medium, base, large, "
                             "L4_H256, ...) or a bert_config.json. With a preset, vocab_size is the "
                             "vocabulary's.", flag="preset", aliases=("config",))

@@ -116,7 +116,8 @@ def check_output_dir(options, config):
                                 for name in different)
             raise PretrainingError(
                 f"{out} holds a checkpoint of a different run ({details}); refusing to overwrite "
-                "it: choose another output_dir, or continue from it with init_model_dir")
+                "it: choose another output_dir, pass --start_over to replace that run, or "
+                "continue from it with init_model_dir")
         if previous.get("train_batch_size") != current["train_batch_size"]:
             logging.warning("train_batch_size changed from %s to %s: the data position of the "
                             "resumed run is step * new batch size", previous.get("train_batch_size"),

@@ -154,10 +154,37 @@ def _resolve_precision(options, strategy):
         optimization.resolve_dtype(options.mixed_precision, strategy))
 
 
+# What training writes in its output directory (`--start_over` removes these, nothing else).
+_RUN_OUTPUTS = (CHECKPOINTS_DIR, "logs", EVAL_RESULTS_FILE, model_dir_lib.CONFIG_NAME,
+                model_dir_lib.VOCAB_NAME, model_dir_lib.TOKENIZER_CONFIG_NAME,
+                model_dir_lib.WEIGHTS_NAME, model_dir_lib.PRETRAINING_OPTIONS_NAME)
+
+
+def remove_earlier_run(output_dir):
+    """--start_over: removes an earlier run's checkpoints, logs and model files from
+    `output_dir` (nothing else); returns the names removed."""
+    removed = []
+    for name in _RUN_OUTPUTS:
+        path = os.path.join(output_dir, name)
+        if tf.io.gfile.isdir(path):
+            tf.io.gfile.rmtree(path)
+        elif tf.io.gfile.exists(path):
+            tf.io.gfile.remove(path)
+        else:
+            continue
+        removed.append(name)
+    return removed
+
+
 def train(options, strategy=None):
     """Trains (or resumes) and writes the model directory; returns the final metrics dict."""
     options.validate()
     strategy = strategy or distribution.resolve_strategy(options.strategy, options.tpu)
+    if options.start_over and distribution.is_chief(strategy):
+        removed = remove_earlier_run(options.output_dir)
+        if removed:
+            logging.info("--start_over: removed %s from %s", ", ".join(removed),
+                         options.output_dir)
     _resolve_precision(options, strategy)
     _check_batch(options, strategy)
     setup = resolve_model_setup(options)
