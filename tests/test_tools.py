@@ -65,3 +65,12 @@ def test_a_bad_flag_is_bad_input_too(argv, tmp_path):
     assert completed.stderr.startswith("build_vocab: error: "), completed.stderr[-2000:]
     assert argv[0].split("=")[0].lstrip("-") in completed.stderr
     assert "Traceback" not in completed.stderr and os.listdir(tmp_path) == []
+
+
+def test_help_lists_the_flags_and_exits_0(tmp_path):
+    completed = subprocess.run(
+        [sys.executable, os.path.join(TOOLS_DIR, "build_vocab.py"), "--help"], cwd=tmp_path,
+        capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    listed = completed.stdout + completed.stderr
+    assert all(f"--{flag}" in listed for flag in ("input_files", "vocab_size", "input_encoding"))

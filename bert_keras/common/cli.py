@@ -244,6 +244,9 @@ def report_errors(tool, main):
         return INTERNAL_ERROR
 
 
+_HELP_FLAGS = {"--help", "-help", "-h", "-?", "--helpshort", "--helpfull", "--helpxml"}
+
+
 def _parse_flags(tool):
     """absl's flag parser with the tools' error policy: a bad or unknown flag is
     `tool: error: ...` and exit status 2 (absl's own parser exits 1)."""
@@ -255,6 +258,11 @@ def _parse_flags(tool):
         except flags.Error as error:
             print(f"{tool}: error: {error}\nPass --help for the flags.", file=sys.stderr)
             sys.exit(BAD_INPUT)
+        except SystemExit as exit:
+            # absl exits 1 after printing --help; asking for help is not a failure.
+            if exit.code == 1 and set(argv[1:]) & _HELP_FLAGS:
+                sys.exit(0)
+            raise
 
     return parse
 
