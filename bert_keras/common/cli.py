@@ -24,6 +24,7 @@ VocabOptions(vocab_size=8, do_lower_case=False, mixed_precision='mixed_bfloat16'
 """
 
 import dataclasses
+import errno
 import glob
 import os
 import sys
@@ -221,6 +222,10 @@ def report_errors(tool, main):
                 error.strerror and message.startswith("[Errno")
                 or str(error.filename) not in message):
             message = f"{error.filename}: {error.strerror or message}"
+        elif isinstance(error, OSError) and error.strerror and message.startswith("[Errno"):
+            message = error.strerror
+        if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+            message += " (the disk is full: free some space and run again)"
         print(f"{tool}: error: {message}", file=sys.stderr)
         return BAD_INPUT
     except Exception as error:  # noqa: BLE001 (the policy: every failure gets a message)

@@ -35,8 +35,14 @@ def atomic_path(path, suffix=""):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     temporary = f"{path}.tmp-{os.getpid()}{suffix}"
     try:
-        yield temporary
-        os.replace(temporary, path)
+        try:
+            yield temporary
+            os.replace(temporary, path)
+        except OSError as error:
+            if error.filename or not error.errno:
+                raise
+            # A failed write (e.g. a full disk) names no file: name the one being written.
+            raise OSError(error.errno, error.strerror, path) from error
     finally:
         if os.path.exists(temporary):
             os.remove(temporary)

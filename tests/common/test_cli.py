@@ -40,3 +40,20 @@ def test_an_internal_failure_is_status_1_with_its_traceback_in_a_log(capsys, tmp
 
 def test_success_passes_the_status_through():
     assert cli.report_errors("tool", lambda: 0) == 0
+
+
+def test_a_full_disk_names_the_file_being_written(capsys, tmp_path):
+    from bert_keras.common.files import atomic_output
+
+    target = tmp_path / "vocab.txt"
+
+    def main():
+        with atomic_output(target, "w") as f:
+            f.write("[PAD]\n")
+            raise OSError(errno.ENOSPC, "No space left on device")  # as a failed write raises
+
+    assert cli.report_errors("build_vocab", main) == cli.BAD_INPUT
+    err = capsys.readouterr().err
+    assert err == (f"build_vocab: error: {target}: No space left on device (the disk is full: "
+                   "free some space and run again)\n")
+    assert list(tmp_path.iterdir()) == []  # no temporary left behind
