@@ -173,34 +173,27 @@ _DOCUMENT_BREAKS = {
 }
 
 
-# The first bytes of compressed and archive files: such a file is refused by name.
-_COMPRESSED = (
-    (b"\x1f\x8b", "gzip-compressed", "gunzip"),
-    (b"BZh", "bzip2-compressed", "bunzip2"),
-    (b"\xfd7zXZ\x00", "xz-compressed", "unxz"),
-    (b"\x28\xb5\x2f\xfd", "zstd-compressed", "unzstd"),
-    (b"PK\x03\x04", "a zip archive", "unzip"),
-    (b"7z\xbc\xaf\x27\x1c", "a 7-zip archive", "7z x"),
-)
+# The first bytes of files that are not line-by-line text, and what to do instead: compressed
+# files and archives, and text in an encoding whose line break is not the byte "\n" (UTF-16 and
+# UTF-32, recognized by their byte-order marks; UTF-32's before UTF-16's, which it starts with).
+_NOT_TEXT = (
+    (b"\x1f\x8b", "gzip-compressed, not text; decompress it first (gunzip {name})"),
+    (b"BZh", "bzip2-compressed, not text; decompress it first (bunzip2 {name})"),
+    (b"\xfd7zXZ\x00", "xz-compressed, not text; decompress it first (unxz {name})"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed, not text; decompress it first (unzstd {name})"),
+    (b"PK\x03\x04", "a zip archive, not text; decompress it first (unzip {name})"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-zip archive, not text; decompress it first (7z x {name})"),
+) + tuple((bom, f"{wide} text (it starts with a {wide} byte-order mark); convert it to UTF-8 "
+                f"first (iconv -f {wide} -t UTF-8)")
+          for bom, wide in ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+                            (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16")))
 
 
-# Byte-order marks of encodings whose line breaks are not the byte "\\n" (read as bytes, line
-# by line, they cannot be decoded): such a file is refused with the conversion to make.
-_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
-              (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
-
-
-def _compressed(head):
-    for magic, kind, command in _COMPRESSED:
+def _not_text(head, path):
+    """What to say about a file whose first bytes are `head` when it is not text, else None."""
+    for magic, message in _NOT_TEXT:
         if head.startswith(magic) and (magic != b"BZh" or head[3:4].isdigit()):
-            return kind, command
-    return None
-
-
-def _wide_encoding(head):
-    for bom, name in _WIDE_BOMS:
-        if head.startswith(bom):
-            return name
+            return f"{path}: {message.format(name=os.path.basename(path))}"
     return None
 
 
@@ -237,16 +230,9 @@ def check_corpus_files(files, input_format, sniff_bytes=4 << 20, min_documents=2
         first_invalid = None
         read = 0
         with open(path, "rb") as f:
-            head = f.read(8)
-            compressed = _compressed(head)
-            if compressed:
-                kind, command = compressed
-                raise CorpusError(f"{path}: {kind}, not text; decompress it first "
-                                  f"({command} {os.path.basename(path)})")
-            wide = _wide_encoding(head)
-            if wide:
-                raise CorpusError(f"{path}: {wide} text (it starts with a {wide} byte-order "
-                                  f"mark); convert it to UTF-8 first (iconv -f {wide} -t UTF-8)")
+            problem = _not_text(f.read(8), path)
+            if problem:
+                raise CorpusError(problem)
             f.seek(0)
             for raw, size in _physical_lines(f):
                 lines += 1
