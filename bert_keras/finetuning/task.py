@@ -98,10 +98,8 @@ class FinetuningOptions:
         def bad(name, rule, value):
             raise ValueError(f"--{name} must be {rule}, got {value}")
 
-        for name in ("learning_rate",):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                bad(name, "positive", value)
+        if self.learning_rate is not None and not self.learning_rate > 0:
+            bad("learning_rate", "positive", self.learning_rate)
         for name in ("train_batch_size", "eval_batch_size", "max_seq_length", "doc_stride",
                      "max_query_length", "max_answer_length", "n_best_size", "feature_layers",
                      "lstm_units", "max_train_examples", "max_eval_examples"):
