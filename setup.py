@@ -37,7 +37,7 @@ setup(
         "tfds": ["tensorflow-datasets"],
         # The peers of benchmarks/ (keras-hub goes in separately with --no-deps, see
         # benchmarks/requirements.txt, so that it cannot replace keras or tensorflow).
-        "bench": ["torch==2.13.0", "transformers", "tokenizers"],
+        "bench": ["torch==2.13.0", "transformers", "tokenizers", "onnxruntime", "onnx"],
     },
     entry_points={
         "console_scripts": [

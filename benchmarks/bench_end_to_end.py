@@ -19,6 +19,13 @@ peer's), exported with `--kind=task` and called as `serving_default(text_a, text
 consecutive sentences, against `BertTokenizerFast(padding="longest")` +
 `BertForSequenceClassification`; both return the two logits.
 
+ONNX Runtime, what people who serve BERT on CPUs pick (`--onnxruntime`, on by default; needs
+`onnxruntime` and `onnx`): the same PyTorch models (encoder and pair classifier) exported with
+`torch.onnx.export` (opset 17, dynamic batch and length), run by an `InferenceSession` on the CPU
+provider with `intra_op_num_threads` = the cores, fed by the same HF fast tokenizer; its rows
+carry `ratio_vs_onnxruntime` on ours. Without the packages the run stops and says so (pass
+`--no-onnxruntime` to leave the contender out knowingly).
+
     python benchmarks/bench_end_to_end.py --model_dir=/tmp/minilm --hf_dir=<HF checkpoint dir>
 
 --model_dir is a bert_keras model directory (tools/convert_checkpoint.py makes one from the HF
@@ -35,6 +42,52 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common  # noqa: E402
+
+
+def onnxruntime_session(torch_model, path, num_outputs=1):
+    """`torch_model` (a HF BERT taking input_ids, attention_mask, token_type_ids) exported to ONNX
+    at `path` and loaded in an ONNX Runtime CPU session with one intra-op thread per core; returns
+    run(encoded) -> the first output as NumPy, for `encoded` a HF tokenizer's NumPy output."""
+    import onnxruntime
+    import torch
+
+    class FirstOutput(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids)[0]
+
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    example = torch.ones(2, 16, dtype=torch.long)
+    axes = {name: {0: "batch", 1: "length"} for name in names}
+    axes["output"] = {0: "batch"}
+    torch.onnx.export(FirstOutput(torch_model).eval(), (example, example, example * 0), path,
+                      input_names=names, output_names=["output"], dynamic_axes=axes,
+                      opset_version=17, dynamo=False)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = os.cpu_count()
+    session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+    def run(encoded):
+        return session.run(None, {name: encoded[name] for name in names})[0]
+
+    return run
+
+
+def add_rows(rows, times, shared, ours, peers):
+    """One row per contender (median seconds of `times`); our row gets `ratio_vs_<peer>`."""
+    medians = {name: bench_common.median(values) for name, values in times.items()}
+    for name, seconds in medians.items():
+        row = dict(shared, contender=name, median_s=seconds,
+                   seq_per_s=shared["batch"] / seconds, times_s=times[name])
+        if name == ours:
+            for peer, label in peers.items():
+                if peer in medians:
+                    row[f"ratio_vs_{label}"] = medians[peer] / seconds
+        rows.append(row)
 
 
 def task_pair_rows(args, hf_dir, sentences, root):
@@ -62,6 +115,8 @@ def task_pair_rows(args, hf_dir, sentences, root):
         {"task": "glue/mrpc", "max_seq_length": args.seq_length, "label_names": ["0", "1"]})
     export_task_from_model_dir(task_dir, os.path.join(root, "pair_export"))
     serve = tf.saved_model.load(os.path.join(root, "pair_export")).signatures["serving_default"]
+    onnx_run = (onnxruntime_session(hf_model, os.path.join(root, "pair.onnx"))
+                if args.onnxruntime else None)
     rows = []
     for batch_size in [int(b) for b in args.batch_sizes.split(",")]:
         first, second = sentences[:batch_size], sentences[1:batch_size + 1]
@@ -76,17 +131,22 @@ def task_pair_rows(args, hf_dir, sentences, root):
             with torch.inference_mode():
                 return hf_model(**encoded).logits.numpy()
 
+        def onnx():
+            encoded = hf_tokenizer(first, second, padding="longest", truncation="longest_first",
+                                   max_length=args.seq_length, return_tensors="np")
+            return onnx_run(encoded)
+
+        contenders = {"ours_task_savedmodel": ours, "hf_fast_torch_classifier": peer}
         diff = float(np.max(np.abs(ours() - peer())))
-        times = bench_common.interleaved_timings(
-            {"ours_task_savedmodel": ours, "hf_fast_torch_classifier": peer}, args.rounds, warmup=1)
-        medians = {n: bench_common.median(t) for n, t in times.items()}
-        for name, seconds in medians.items():
-            row = {"batch": batch_size, "padding": "longest (pairs)", "seq_length": args.seq_length,
-                   "contender": name, "median_s": seconds, "seq_per_s": batch_size / seconds,
-                   "times_s": times[name], "max_abs_diff": diff}
-            if name == "ours_task_savedmodel":
-                row["ratio_vs_peer"] = medians["hf_fast_torch_classifier"] / seconds
-            rows.append(row)
+        shared = {"batch": batch_size, "padding": "longest (pairs)",
+                  "seq_length": args.seq_length, "max_abs_diff": diff}
+        if onnx_run is not None:
+            contenders["hf_fast_onnxruntime_classifier"] = onnx
+            shared["max_abs_diff_onnxruntime"] = float(np.max(np.abs(ours() - onnx())))
+        times = bench_common.interleaved_timings(contenders, args.rounds, warmup=1)
+        add_rows(rows, times, shared, "ours_task_savedmodel",
+                 {"hf_fast_torch_classifier": "peer",
+                  "hf_fast_onnxruntime_classifier": "onnxruntime"})
     return rows
 
 
@@ -100,6 +160,8 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--paddings", default="max_length,longest")
     parser.add_argument("--task_pairs", default=True, action=argparse.BooleanOptionalAction)
+    parser.add_argument("--onnxruntime", default=True, action=argparse.BooleanOptionalAction,
+                        help="Also time ONNX Runtime on the same weights (needs onnxruntime, onnx).")
     parser.add_argument("--name", default="end_to_end")
     args = parser.parse_args(argv)
     hf_dir = args.hf_dir
@@ -119,6 +181,13 @@ def main(argv=None):
     from bert_keras.export import export_encoder_from_model_dir
     from bert_keras.export.preprocessor_export import export_preprocessor_from_model_dir
 
+    if args.onnxruntime:
+        try:
+            import onnx  # noqa: F401  torch.onnx.export writes through it
+            import onnxruntime  # noqa: F401
+        except ImportError as error:
+            parser.error(f"the ONNX Runtime contender needs onnxruntime and onnx ({error}); "
+                         f"pip install onnxruntime onnx, or pass --no-onnxruntime")
     load_start = bench_common.load_average()
     rows = []
     with tempfile.TemporaryDirectory() as root:
@@ -129,6 +198,8 @@ def main(argv=None):
         encoder = tf.saved_model.load(os.path.join(root, "enc"))
         hf_tokenizer = transformers.BertTokenizerFast.from_pretrained(hf_dir)
         hf_model = transformers.BertModel.from_pretrained(hf_dir).eval()
+        onnx_run = (onnxruntime_session(hf_model, os.path.join(root, "encoder.onnx"))
+                    if args.onnxruntime else None)
 
         from bert_keras.text.sentence_splitting import split_sentences
 
@@ -162,24 +233,30 @@ def main(argv=None):
                 assert (mine_mask[:, :length] == their_mask[:, :length]).all()
                 real = their_mask[:, :length].astype(bool)
                 diff = float(np.max(np.abs(mine[:, :length][real] - theirs[:, :length][real])))
-                times = bench_common.interleaved_timings(
-                    {"ours_savedmodels": ours, "hf_fast_torch": peer}, args.rounds, warmup=1)
-                medians = {n: bench_common.median(t) for n, t in times.items()}
-                for name, seconds in medians.items():
-                    row = {"batch": batch_size, "padding": padding, "seq_length": args.seq_length,
-                           "padded_length": {"ours_savedmodels": mine.shape[1],
-                                             "hf_fast_torch": theirs.shape[1]}[name],
-                           "contender": name, "median_s": seconds,
-                           "seq_per_s": batch_size / seconds, "times_s": times[name],
-                           "max_abs_diff": diff}
-                    if name == "ours_savedmodels":
-                        row["ratio_vs_peer"] = medians["hf_fast_torch"] / seconds
-                    rows.append(row)
+                contenders = {"ours_savedmodels": ours, "hf_fast_torch": peer}
+                shared = {"batch": batch_size, "padding": padding,
+                          "seq_length": args.seq_length, "max_abs_diff": diff,
+                          "padded_length": {"ours": mine.shape[1], "hf": theirs.shape[1]}}
+                if onnx_run is not None:
+                    def onnx():
+                        encoded = hf_tokenizer(lines, padding=padding, truncation=True,
+                                               max_length=args.seq_length, return_tensors="np")
+                        return onnx_run(encoded), encoded["attention_mask"]
+
+                    contenders["hf_fast_onnxruntime"] = onnx
+                    onnx_out = onnx()[0][:, :length]
+                    shared["max_abs_diff_onnxruntime"] = float(np.max(np.abs(
+                        mine[:, :length][real] - onnx_out[real])))
+                times = bench_common.interleaved_timings(contenders, args.rounds, warmup=1)
+                add_rows(rows, times, shared, "ours_savedmodels",
+                         {"hf_fast_torch": "peer", "hf_fast_onnxruntime": "onnxruntime"})
         if args.task_pairs:
             rows += task_pair_rows(args, hf_dir, sentences, root)
-    print("From raw strings, MiniLM-L6-H384 float32 (ratio = peer time / our time; target >= 1.2):")
-    bench_common.print_table(rows, ["padding", "batch", "padded_length", "contender", "median_s",
-                                    "seq_per_s", "ratio_vs_peer", "max_abs_diff"])
+    print("From raw strings, MiniLM-L6-H384 float32 (ratio = peer time / our time; targets: "
+          ">= 1.2 against ONNX Runtime at batch 32, >= 1.0 at batch 1):")
+    bench_common.print_table(rows, ["padding", "batch", "contender", "median_s", "seq_per_s",
+                                    "ratio_vs_peer", "ratio_vs_onnxruntime", "max_abs_diff",
+                                    "max_abs_diff_onnxruntime"])
     path = bench_common.write_results(args.name, {
         "benchmark": "end_to_end_raw_strings", "corpus": os.path.basename(args.corpus),
         "machine": bench_common.cpu_description(),
