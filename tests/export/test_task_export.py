@@ -109,6 +109,13 @@ for name in NAMES:
     SIGNATURES[name] = obj.signatures["serving_default"]
     signature = SIGNATURES[name]
     results.setdefault("op_types", {})[name] = graph_op_types(signature)
+    results.setdefault("weight_variables", {})[name] = [
+        v.name for v in obj.variables if v.dtype.is_floating and v.shape.num_elements() > 1]
+    results.setdefault("constant_bytes", {})[name] = sum(
+        op.get_attr("value").ByteSize() for op in signature.graph.get_operations()
+        if op.type == "Const") + sum(
+        node.attr["value"].tensor.ByteSize() for function in signature.graph.as_graph_def().library.function
+        for node in function.node_def if node.op == "Const")
     results["specs"][name] = (
         sorted((k, s.dtype.name) for k, s in signature.structured_input_signature[1].items()),
         sorted((k, s.dtype.name) for k, s in signature.structured_outputs.items()))
@@ -232,6 +239,16 @@ def test_a_batch_of_short_texts_runs_at_its_own_length(exported):
         features = module.encode(tf.constant(texts), tf.constant(texts))
         _, length = cut_to_longest(features, 64)
         assert int(features["input_mask"].numpy().sum(1).max()) <= int(length) <= 64
+
+
+def test_weights_are_constants_of_the_serving_graph(exported, loaded):
+    """The fine-tuned weights are folded into the graph (`ConstantWeightsModel`): no weight
+    variables in the SavedModel, and at least the weights' bytes in its constants; the outputs
+    above equal the Keras model's."""
+    for name, model in exported["models"].items():
+        assert loaded["weight_variables"][name] == [], name
+        weight_bytes = sum(int(np.prod(v.shape)) * 4 for v in model.weights)
+        assert loaded["constant_bytes"][name] >= weight_bytes, name
 
 
 def test_regression_score(exported, loaded):
