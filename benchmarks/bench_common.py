@@ -85,11 +85,16 @@ def versions():
     return found
 
 
-def interleaved_timings(contenders, rounds, warmup=1):
+def interleaved_timings(contenders, rounds, warmup=1, calls=1, pause=0.0):
     """Times each callable once per round, round-robin; returns {name: [seconds, ...]}.
 
     `contenders`: {name: zero-argument callable that runs one batch to completion}.
-    Each callable is first run `warmup` times (tracing, oneDNN primitive caches).
+    Each callable is first run `warmup` times (tracing, oneDNN primitive caches). With
+    `calls` > 1 a round runs each callable that many times in a row and records the mean, so
+    that calls of a few milliseconds (batch 1) are not measured one timer tick at a time.
+    `pause` seconds of sleep before each contender's turn let the previous one's worker threads
+    stop spinning (OpenMP in PyTorch, ONNX Runtime's thread pool), which would otherwise take
+    cores from the next: a user's process runs one of them, not all.
     """
     for name, fn in contenders.items():
         for _ in range(warmup):
@@ -97,9 +102,12 @@ def interleaved_timings(contenders, rounds, warmup=1):
     times = {name: [] for name in contenders}
     for _ in range(rounds):
         for name, fn in contenders.items():
+            if pause:
+                time.sleep(pause)
             start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
+            for _ in range(calls):
+                fn()
+            times[name].append((time.perf_counter() - start) / calls)
     return times
 
 

@@ -12,7 +12,8 @@ characters) into float32 sequence outputs, two ways:
 
 Ours: the exported preprocessor and encoder SavedModels loaded with `tf.saved_model.load`
 (tokenization in graph). Peer: `BertModel` under `torch.inference_mode`. Interleaved rounds,
-medians; ratio = peer time / our time. The outputs are compared at the real tokens.
+medians; a round of batch B times 32 / B calls in a row (batch 1: 32 calls) and records their
+mean; ratio = peer time / our time. The outputs are compared at the real tokens.
 
 `task_pairs` rows: a sentence-pair classifier on the same weights (the head copied from the
 peer's), exported with `--kind=task` and called as `serving_default(text_a, text_b)` on pairs of
@@ -75,6 +76,11 @@ def onnxruntime_session(torch_model, path, num_outputs=1):
         return session.run(None, {name: encoded[name] for name in names})[0]
 
     return run
+
+
+def calls_per_round(batch_size):
+    """Calls timed together per round: 32 sequences' worth, so that batch 1 is 32 calls."""
+    return max(1, 32 // batch_size)
 
 
 def add_rows(rows, times, shared, ours, peers):
@@ -143,7 +149,9 @@ def task_pair_rows(args, hf_dir, sentences, root):
         if onnx_run is not None:
             contenders["hf_fast_onnxruntime_classifier"] = onnx
             shared["max_abs_diff_onnxruntime"] = float(np.max(np.abs(ours() - onnx())))
-        times = bench_common.interleaved_timings(contenders, args.rounds, warmup=1)
+        times = bench_common.interleaved_timings(
+            contenders, args.rounds, warmup=3, calls=calls_per_round(batch_size),
+            pause=0.5)
         add_rows(rows, times, shared, "ours_task_savedmodel",
                  {"hf_fast_torch_classifier": "peer",
                   "hf_fast_onnxruntime_classifier": "onnxruntime"})
@@ -247,7 +255,9 @@ def main(argv=None):
                     onnx_out = onnx()[0][:, :length]
                     shared["max_abs_diff_onnxruntime"] = float(np.max(np.abs(
                         mine[:, :length][real] - onnx_out[real])))
-                times = bench_common.interleaved_timings(contenders, args.rounds, warmup=1)
+                times = bench_common.interleaved_timings(
+                    contenders, args.rounds, warmup=3, calls=calls_per_round(batch_size),
+                    pause=0.5)
                 add_rows(rows, times, shared, "ours_savedmodels",
                          {"hf_fast_torch": "peer", "hf_fast_onnxruntime": "onnxruntime"})
         if args.task_pairs:
