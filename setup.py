@@ -33,7 +33,8 @@ setup(
         "tokenizers>=0.13",
     ],
     extras_require={
-        "test": ["pytest", "nbclient", "nbformat", "ipykernel"],
+        # JAX on the CPU: the suite compares fine-tuning on the Keras JAX backend with TensorFlow.
+        "test": ["pytest", "nbclient", "nbformat", "ipykernel", "jax[cpu]"],
         "tfds": ["tensorflow-datasets"],
         # The peers of benchmarks/ (keras-hub goes in separately with --no-deps, see
         # benchmarks/requirements.txt, so that it cannot replace keras or tensorflow).

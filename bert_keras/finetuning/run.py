@@ -127,7 +127,10 @@ def make_dataset(data, batch_size, training=False, seed=0, drop_remainder=False)
     """A batched `tf.data.Dataset` of a `TaskData`: (inputs, labels[, sample_weight]).
 
     Training data is shuffled (a new order each epoch) and repeated, for `fit` with
-    `steps_per_epoch`.
+    `steps_per_epoch`. The order of epoch k is a function of (`seed`, k) alone (a stateless
+    random permutation), not of how many iterators were made before: Keras on the JAX backend
+    makes one to build the model before training, and must still see the batches TensorFlow
+    sees.
     """
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
 
@@ -136,11 +139,22 @@ def make_dataset(data, batch_size, training=False, seed=0, drop_remainder=False)
         items += (data.labels,)
         if data.sample_weight is not None:
             items += (data.sample_weight,)
-    dataset = tf.data.Dataset.from_tensor_slices(items if len(items) > 1 else items[0])
-    if training:
-        dataset = dataset.shuffle(data.num_rows, seed=seed, reshuffle_each_iteration=True)
-        dataset = dataset.repeat()
-    return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+    items = items if len(items) > 1 else items[0]
+    if not training:
+        dataset = tf.data.Dataset.from_tensor_slices(items)
+        return dataset.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+    num_rows = data.num_rows
+    seed = tf.constant(int(seed), tf.int64)
+
+    def epoch_order(epoch):
+        keys = tf.random.stateless_uniform([num_rows], seed=tf.stack([seed, epoch]))
+        return tf.data.Dataset.from_tensor_slices(tf.argsort(keys))
+
+    tensors = tf.nest.map_structure(tf.convert_to_tensor, items)
+    order = tf.data.Dataset.counter().flat_map(epoch_order)  # row indices, epoch after epoch
+    dataset = order.batch(batch_size, drop_remainder=drop_remainder).map(
+        lambda rows: tf.nest.map_structure(lambda tensor: tf.gather(tensor, rows), tensors))
+    return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 def predict(model, inputs, batch_size):
