@@ -39,6 +39,10 @@ _CHILD = textwrap.dedent('''
     sweep = FinetuningSweep(task, model_dir.read_config(f"{root}/model"), train_batch_size=8)
     result = sweep.run(model_dir.read_weights(f"{root}/model"), train, learning_rate=3e-3,
                        epochs=2, seed=7, evaluate={"dev": dev})
+    if keras.backend.backend() == "jax":  # a model directory written under JAX, for export
+        from bert_keras.finetuning.task_models import save_task_model_dir
+        save_task_model_dir(sweep.model, f"{root}/finetuned_jax", sweep.config, task.vocab,
+                            task.do_lower_case, task.task_config())
     np.savez(output, logits=np.asarray(predict(sweep.model, dev.inputs, 64)),
              **{"w/" + name: value for name, value in sweep.weights().items()})
     with open(output + ".json", "w") as f:
@@ -123,6 +127,26 @@ def test_fine_tuning_takes_the_same_steps_on_jax_and_tensorflow(task_dir):
     scale = np.abs(tf_arrays["logits"]).max()
     assert scale > 0.1, "degenerate test: near-zero logits"
     assert np.abs(tf_arrays["logits"] - jax_arrays["logits"]).max() <= 0.01 * scale
+
+
+def test_a_model_directory_written_under_jax_exports_and_serves_its_outputs(task_dir):
+    """The JAX run's fine-tuned model directory, exported by TensorFlow's tools as a raw-text
+    SavedModel, gives the JAX model's dev logits from the dev sentences themselves."""
+    import tensorflow as tf
+
+    from bert_keras.export import export_from_model_dir
+
+    if not (task_dir / "finetuned_jax").exists():  # this test run alone
+        _run(task_dir, "jax")
+    jax_arrays = dict(np.load(str(task_dir / "run_jax.npz")))
+    export_dir = str(task_dir / "export_jax")
+    export_from_model_dir("task", str(task_dir / "finetuned_jax"), export_dir)
+    sentences = [line.split("\t")[0] for line in
+                 (task_dir / "dev.tsv").read_text().splitlines()[1:]]
+    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+    logits = serve(text_a=tf.constant(sentences))["logits"].numpy()
+    np.testing.assert_allclose(logits, jax_arrays["logits"], atol=1e-5)
+    assert len(set(logits.argmax(-1).tolist())) == 2, "degenerate test: one label for every row"
 
 
 def _initial_weights(root):
