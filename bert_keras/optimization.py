@@ -290,7 +290,7 @@ def no_decay_variables(variable_map):
 
 def create_optimizer(variable_map, learning_rate, num_train_steps, num_warmup_steps,
                      optimizer="adamw", weight_decay=0.01, epsilon=1e-6, clip_norm=1.0,
-                     mixed_precision="float32", bias_correction=True):
+                     mixed_precision="float32", bias_correction=True, build=True):
     """The pre-training optimizer, built for the variables of `variable_map`.
 
     Call under the strategy's scope.
@@ -307,6 +307,9 @@ def create_optimizer(variable_map, learning_rate, num_train_steps, num_warmup_st
       mixed_precision: with "mixed_float16" the optimizer is wrapped in Keras'
         `LossScaleOptimizer` (dynamic loss scaling); the training step must multiply the loss by
         `optimizer.scale_loss`.
+
+      build: build it for `variable_map`'s trainable variables, in that order (False: `fit`
+        builds it for the model's own order).
 
     Returns:
       A built Keras optimizer whose `apply(grads)` expects gradients already summed over replicas.
@@ -327,7 +330,8 @@ def create_optimizer(variable_map, learning_rate, num_train_steps, num_warmup_st
     result = inner
     if mixed_precision == "mixed_float16":
         result = keras.optimizers.LossScaleOptimizer(inner)
-    result.build(variables)
+    if build:
+        result.build(variables)
     return result
 
 

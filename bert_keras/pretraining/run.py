@@ -393,6 +393,10 @@ def export_model_dir(options, strategy=None):
 
 def run_pretraining(options, strategy=None):
     """Runs `options.mode` ("train", "eval" or "export"); returns its metrics dict."""
+    if keras.backend.backend() != "tensorflow":  # JAX (Colab's TPU): keras.Model.fit
+        from bert_keras.pretraining import keras_fit
+
+        return keras_fit.train(options)  # training only; other modes stop with a message
     if options.mode == "train":
         return train(options, strategy)
     if options.mode == "eval":
