@@ -28,14 +28,14 @@ from bert_keras import optimization
 from bert_keras.common.files import write_json_atomic
 from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
 from bert_keras.modeldir import model_dir as model_dir_lib
+from bert_keras.pretraining import losses
 
 
 def pretraining_loss(outputs, batch):
-    """BERT's objective in `keras.ops` (any backend): the masked-LM cross entropy summed with
-    the weights `masked_lm_weights` and divided by their sum, plus the next-sentence cross
-    entropy averaged over the batch (absent without a next-sentence head). Returns
-    (loss, {"masked_lm_loss", "masked_lm_accuracy"[, "next_sentence_loss",
-    "next_sentence_accuracy"]}); the same quantities as `pretraining.losses`.
+    """BERT's objective on one batch, with the sums of `pretraining.losses` (the TensorFlow
+    trainer's code): the masked-LM loss over the batch's prediction weight plus the
+    next-sentence loss over the batch size. Returns (loss, {"masked_lm_loss",
+    "masked_lm_accuracy"[, "next_sentence_loss", "next_sentence_accuracy"]}).
 
     >>> import numpy as np
     >>> logits = np.log(np.array([[[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]]], "float32"))
@@ -44,27 +44,14 @@ def pretraining_loss(outputs, batch):
     >>> round(float(loss), 3), float(parts["masked_lm_accuracy"])  # (-log 0.7 - log 0.1) / 2
     (1.33, 0.5)
     """
-    logits = ops.cast(outputs["mlm_logits"], "float32")
-    labels = ops.cast(batch["masked_lm_ids"], "int32")
-    weights = ops.cast(batch["masked_lm_weights"], "float32")
-    cross_entropy = ops.sparse_categorical_crossentropy(labels, logits, from_logits=True)
-    weight_sum = ops.sum(weights)
-    denominator = ops.maximum(weight_sum, 1e-12)
-    correct = ops.cast(ops.equal(ops.cast(ops.argmax(logits, axis=-1), "int32"), labels),
-                       "float32")
-    masked_lm_loss = ops.sum(cross_entropy * weights) / denominator
-    parts = {"masked_lm_loss": masked_lm_loss,
-             "masked_lm_accuracy": ops.sum(correct * weights) / denominator}
-    loss = masked_lm_loss
+    sums = losses.pretraining_sums(outputs, batch)
+    weight, count = sums["masked_lm_weight_sum"], sums["next_sentence_count"]
+    loss = losses.pretraining_loss(sums, weight, count)
+    parts = {"masked_lm_loss": losses.pretraining_loss(sums, weight, 0.0),
+             "masked_lm_accuracy": sums["masked_lm_correct"] / ops.maximum(weight, 1e-12)}
     if "next_sentence_logits" in outputs:
-        nsp_logits = ops.cast(outputs["next_sentence_logits"], "float32")
-        nsp_labels = ops.reshape(ops.cast(batch["next_sentence_labels"], "int32"), (-1,))
-        nsp_loss = ops.mean(ops.sparse_categorical_crossentropy(nsp_labels, nsp_logits,
-                                                                from_logits=True))
-        nsp_correct = ops.equal(ops.cast(ops.argmax(nsp_logits, axis=-1), "int32"), nsp_labels)
-        parts.update(next_sentence_loss=nsp_loss,
-                     next_sentence_accuracy=ops.mean(ops.cast(nsp_correct, "float32")))
-        loss = loss + nsp_loss
+        parts["next_sentence_loss"] = sums["next_sentence_loss_sum"] / count
+        parts["next_sentence_accuracy"] = sums["next_sentence_correct"] / count
     return loss, parts
 
 

@@ -10,6 +10,9 @@ micro-batches and steps can be added up exactly and divided once:
 The released code divides the MLM sum by `sum(w) + 1e-5` per core; here the denominator is the
 global batch's weight, which makes one step independent of how the batch is split.
 
+Written in `keras.ops`: the TensorFlow trainer (`pretraining.step`) and `keras.Model.fit` on
+any backend (`pretraining.keras_fit`) compute the same loss with the same code.
+
 Example:
 
 >>> import numpy as np
@@ -19,7 +22,7 @@ Example:
 (2.6593, 1.0)
 """
 
-import tensorflow as tf
+from keras import ops
 
 SUM_NAMES = ("masked_lm_loss_sum", "masked_lm_weight_sum", "masked_lm_correct",
              "next_sentence_loss_sum", "next_sentence_correct", "next_sentence_count")
@@ -35,17 +38,22 @@ def masked_lm_sums(mlm_logits, masked_lm_ids, masked_lm_weights):
     Returns:
       {"masked_lm_loss_sum", "masked_lm_weight_sum", "masked_lm_correct"}: float32 scalars.
     """
-    logits = tf.cast(mlm_logits, tf.float32)
-    labels = tf.cast(masked_lm_ids, tf.int32)
-    weights = tf.cast(masked_lm_weights, tf.float32)
-    cross_entropy = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    logits = ops.cast(mlm_logits, "float32")
+    labels = ops.cast(masked_lm_ids, "int32")
+    weights = ops.cast(masked_lm_weights, "float32")
+    cross_entropy = ops.sparse_categorical_crossentropy(labels, logits, from_logits=True)
     # Padding slots carry weight 0; their (finite) cross entropy is multiplied away.
-    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels), tf.float32)
+    correct = _correct(logits, labels)
     return {
-        "masked_lm_loss_sum": tf.reduce_sum(cross_entropy * weights),
-        "masked_lm_weight_sum": tf.reduce_sum(weights),
-        "masked_lm_correct": tf.reduce_sum(correct * weights),
+        "masked_lm_loss_sum": ops.sum(cross_entropy * weights),
+        "masked_lm_weight_sum": ops.sum(weights),
+        "masked_lm_correct": ops.sum(correct * weights),
     }
+
+
+def _correct(logits, labels):
+    """1.0 where the arg max of `logits` is `labels`, else 0.0."""
+    return ops.cast(ops.equal(ops.cast(ops.argmax(logits, axis=-1), "int32"), labels), "float32")
 
 
 def next_sentence_sums(next_sentence_logits, next_sentence_labels):
@@ -57,14 +65,13 @@ def next_sentence_sums(next_sentence_logits, next_sentence_labels):
     Returns:
       {"next_sentence_loss_sum", "next_sentence_correct", "next_sentence_count"}: float32 scalars.
     """
-    logits = tf.cast(next_sentence_logits, tf.float32)
-    labels = tf.reshape(tf.cast(next_sentence_labels, tf.int32), [-1])
-    cross_entropy = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
-    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels), tf.float32)
+    logits = ops.cast(next_sentence_logits, "float32")
+    labels = ops.reshape(ops.cast(next_sentence_labels, "int32"), (-1,))
+    cross_entropy = ops.sparse_categorical_crossentropy(labels, logits, from_logits=True)
     return {
-        "next_sentence_loss_sum": tf.reduce_sum(cross_entropy),
-        "next_sentence_correct": tf.reduce_sum(correct),
-        "next_sentence_count": tf.cast(tf.shape(labels)[0], tf.float32),
+        "next_sentence_loss_sum": ops.sum(cross_entropy),
+        "next_sentence_correct": ops.sum(_correct(logits, labels)),
+        "next_sentence_count": ops.cast(ops.shape(labels)[0], "float32"),
     }
 
 
@@ -74,7 +81,8 @@ def pretraining_sums(outputs, labels):
     if "next_sentence_logits" in outputs:
         sums.update(next_sentence_sums(outputs["next_sentence_logits"], labels["next_sentence_labels"]))
     else:
-        sums.update({name: tf.constant(0.0) for name in SUM_NAMES if name.startswith("next_sentence")})
+        sums.update({name: ops.zeros((), "float32") for name in SUM_NAMES
+                     if name.startswith("next_sentence")})
     return sums
 
 
@@ -84,9 +92,15 @@ def pretraining_loss(sums, masked_lm_denominator, next_sentence_denominator):
     The denominators are those of the whole (global) batch, so that the losses of micro-batches
     and replicas add up to the batch's loss. A denominator of 0 (no NSP head) drops the term.
     """
-    mlm = tf.math.divide_no_nan(sums["masked_lm_loss_sum"], masked_lm_denominator)
-    nsp = tf.math.divide_no_nan(sums["next_sentence_loss_sum"], next_sentence_denominator)
-    return mlm + nsp
+    return (_divide_no_nan(sums["masked_lm_loss_sum"], masked_lm_denominator)
+            + _divide_no_nan(sums["next_sentence_loss_sum"], next_sentence_denominator))
+
+
+def _divide_no_nan(numerator, denominator):
+    """numerator / denominator, and 0 where the denominator is 0 (a NaN stays NaN)."""
+    denominator = ops.cast(denominator, "float32")
+    nonzero = ops.not_equal(denominator, 0.0)
+    return ops.where(nonzero, numerator / ops.where(nonzero, denominator, 1.0), 0.0)
 
 
 def metrics_from_sums(sums):
