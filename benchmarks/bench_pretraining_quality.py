@@ -118,10 +118,10 @@ def read_batches(pattern, vocab, steps, seed=SEED):
     options = pretraining.PretrainingOptions(input_files=pattern, output_dir="unused",
                                              train_batch_size=BATCH, max_seq_length=SEQ_LENGTH,
                                              max_predictions_per_seq=PREDICTIONS, seed=seed)
-    files, kind = pretraining._prepare_records(options)
+    files, kind = pretraining_input.prepare_records(options)
     dataset_fn = pretraining_input.make_dataset_fn(
         files, kind, SEQ_LENGTH, PREDICTIONS, BATCH,
-        targets=pretraining._target_options(options, Vocabulary.from_file(vocab)),
+        targets=pretraining_input.target_options(options, Vocabulary.from_file(vocab)),
         shuffle=True, repeat=True, seed=seed, shuffle_buffer_size=options.shuffle_buffer_size)
     dataset = tf.distribute.get_strategy().distribute_datasets_from_function(dataset_fn)
     batches = []
@@ -316,7 +316,7 @@ def compare_trajectories(preset, batches, vocab, vocab_size, work, total_steps):
     config = dataclasses.replace(setup.config, hidden_dropout_prob=0.0,
                                  attention_probs_dropout_prob=0.0)
     state = build_training_state(config, tf.distribute.get_strategy(), options)
-    assign_initial_weights(state, setup.init_weights, init_dir)
+    assign_initial_weights(state.variable_map, setup.init_weights, init_dir)
     train_steps = make_train_function(state)
     stacked = {name: np.stack([batch[name] for batch in batches]) for name in batches[0]}
     iterator = iter(tf.data.Dataset.from_tensor_slices(stacked))

@@ -120,6 +120,31 @@ def _tpu_strategy(tpu):
     return tf.distribute.TPUStrategy(resolver)
 
 
+def accelerator(strategy=None):
+    """("TPU" | "GPU" | "CPU", the number of devices that train): JAX's devices on the Keras
+    JAX backend, else `strategy`'s (a TPUStrategy's cores, the GPUs, or the CPU).
+
+    >>> kind, count = accelerator()
+    >>> kind in ("TPU", "GPU", "CPU") and count >= 1
+    True
+    """
+    import keras
+
+    if keras.backend.backend() == "jax":
+        import jax
+
+        devices = jax.devices()
+        return devices[0].platform.upper(), len(devices)
+    import tensorflow as tf
+
+    if strategy is not None and is_tpu_strategy(strategy):
+        return "TPU", strategy.num_replicas_in_sync
+    gpus = tf.config.list_logical_devices("GPU")
+    if gpus:
+        return "GPU", strategy.num_replicas_in_sync if strategy is not None else len(gpus)
+    return "CPU", strategy.num_replicas_in_sync if strategy is not None else 1
+
+
 def resolve_strategy(name="auto", tpu=None, devices=None):
     """Builds the `tf.distribute.Strategy` for `--strategy` (see the module docstring).
 
@@ -130,8 +155,21 @@ def resolve_strategy(name="auto", tpu=None, devices=None):
       tpu: TPU address for `TPUClusterResolver` ("local" on a TPU VM / Colab, a name, or
         `grpc://host:port`).
       devices: explicit device list for "mirrored".
+
+    On a Keras backend other than TensorFlow (JAX) the backend holds the accelerators and
+    TensorFlow only feeds the input pipeline on the CPU: "auto" (and "cpu") give TensorFlow's
+    default strategy there, without touching a TPU or GPU; any other name is refused.
     """
+    import keras
     import tensorflow as tf
+
+    if keras.backend.backend() != "tensorflow":
+        if name not in ("auto", "cpu"):
+            raise StrategyError(f"--strategy={name} is a tf.distribute strategy, which the Keras "
+                                f"{keras.backend.backend()} backend does not use: leave it at "
+                                f"auto (that backend trains on its own devices), or set "
+                                f"KERAS_BACKEND=tensorflow")
+        return tf.distribute.get_strategy()
     # Physical devices: listing logical ones would initialize TensorFlow's runtime, after which
     # a MultiWorkerMirroredStrategy can no longer configure its collective ops.
     num_gpus = len(tf.config.list_physical_devices("GPU"))
@@ -198,6 +236,6 @@ def tpu_option():
     return option(None, "TPU address for TPUClusterResolver ('local' on a TPU VM or Colab).")
 
 
-__all__ = ["strategy_option", "tpu_option", "STRATEGY_NAMES", "StrategyError", "resolve_strategy", "choose_strategy_kind",
+__all__ = ["strategy_option", "tpu_option", "STRATEGY_NAMES", "StrategyError", "accelerator", "resolve_strategy", "choose_strategy_kind",
            "split_cpu", "tpu_is_likely_reachable", "tf_config_cluster_size", "is_tpu_strategy",
            "is_chief", "task_id"]

@@ -101,6 +101,13 @@ class _SummedGradients:
 
     summed_gradients = True
 
+    def _get_current_learning_rate(self):
+        # The schedule counts updates: with Keras' `gradient_accumulation_steps` (pre-training
+        # on JAX) `iterations` is the updates made, `_iterations` the micro-batches seen.
+        if isinstance(self._learning_rate, keras.optimizers.schedules.LearningRateSchedule):
+            return self._learning_rate(self.iterations)
+        return super()._get_current_learning_rate()
+
     def _all_reduce_sum_gradients(self, grads_and_vars):
         if self.summed_gradients:
             return list(grads_and_vars)

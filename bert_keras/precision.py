@@ -52,8 +52,13 @@ def native_bfloat16(strategy=None):
     """(whether the device computes bfloat16 natively, the device in words).
 
     A TPU (a `TPUStrategy`, or TPU devices already connected) and a GPU of compute capability
-    8.0 or more do; a CPU does with avx512_bf16 or AMX units.
+    8.0 or more do; a CPU does with avx512_bf16 or AMX units. On the Keras JAX backend the
+    devices are JAX's, and its CPU backend (XLA's) emulates bfloat16 matmuls whatever the CPU.
     """
+    import keras
+
+    if keras.backend.backend() == "jax":
+        return _jax_native_bfloat16()
     import tensorflow as tf
 
     from bert_keras import distribution
@@ -71,6 +76,20 @@ def native_bfloat16(strategy=None):
         return True, "a CPU with bfloat16 units (avx512_bf16 or AMX)"
     return False, ("a CPU without bfloat16 units (no avx512_bf16, no AMX, or oneDNN capped "
                    "below them by ONEDNN_MAX_CPU_ISA)")
+
+
+def _jax_native_bfloat16():
+    import jax
+
+    device = jax.devices()[0]
+    if device.platform == "tpu":
+        return True, f"a TPU ({device.device_kind}, JAX)"
+    if device.platform == "gpu":
+        capability = getattr(device, "compute_capability", None)
+        if capability and tuple(int(part) for part in str(capability).split(".")) >= (8, 0):
+            return True, f"a GPU of compute capability {capability} (JAX)"
+        return False, "a GPU without bfloat16 units (compute capability below 8.0; JAX)"
+    return False, "a CPU under JAX (XLA's CPU backend emulates bfloat16 matmuls)"
 
 
 def resolve_dtype(dtype, strategy=None):

@@ -34,9 +34,9 @@ COLABS_DIR = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.path.join(COLABS_DIR, "src")
 INSTALL_CELL = os.path.join(SOURCE_DIR, "install_cell.py")
 
-# notebook name -> the runtime Colab opens it with ("V28" is the v2-8 TPU).
+# notebook name -> the runtime Colab opens it with ("V5E1" is the free tier's v5e-1 TPU).
 NOTEBOOKS = {
-    "pretraining_tpu": {"accelerator": "TPU", "gpuType": "V28"},
+    "pretraining_tpu": {"accelerator": "TPU", "gpuType": "V5E1"},
     "finetuning_glue": {"accelerator": "GPU", "gpuType": "T4"},
     "squad": {"accelerator": "GPU", "gpuType": "T4"},
 }

@@ -129,6 +129,41 @@ def write_json_atomic(path, value, indent=2, **dump_options):
     write_text_atomic(path, json.dumps(value, indent=indent, **dump_options) + "\n")
 
 
+def remove_entries(directory, names):
+    """Removes the files and folders `names` of `directory`, nothing else there (`--start_over`
+    of a tool whose outputs are known by name); returns the names it found and removed. A
+    `gs://` (any `scheme://`) directory goes through `tf.io.gfile`.
+
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> os.makedirs(os.path.join(folder, "checkpoints"))
+    >>> write_text_atomic(os.path.join(folder, "notes.txt"), "mine")
+    >>> remove_entries(folder, ["checkpoints", "model.safetensors"]), os.listdir(folder)
+    (['checkpoints'], ['notes.txt'])
+    """
+    if "://" in str(directory):
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+        isdir, exists, rmtree, remove = (tf.io.gfile.isdir, tf.io.gfile.exists,
+                                         tf.io.gfile.rmtree, tf.io.gfile.remove)
+    else:
+        import shutil  # pylint: disable=import-outside-toplevel
+
+        isdir = lambda path: os.path.isdir(path) and not os.path.islink(path)  # noqa: E731
+        exists, rmtree, remove = os.path.lexists, shutil.rmtree, os.remove
+    removed = []
+    for name in names:
+        path = os.path.join(directory, name)
+        if isdir(path):
+            rmtree(path)
+        elif exists(path):
+            remove(path)
+        else:
+            continue
+        removed.append(name)
+    return removed
+
+
 def describe_changes(recorded, current, recorded_as="recorded", current_as="now"):
     """Names every setting that differs between two records (nested dicts by dotted name), for
     a rerun that must stop and say what changed.
@@ -149,4 +184,4 @@ def describe_changes(recorded, current, recorded_as="recorded", current_as="now"
 
 
 __all__ = ["atomic_path", "atomic_directory", "DirectoryInUseError", "atomic_output", "write_atomic", "write_text_atomic", "write_json_atomic",
-           "describe_changes"]
+           "remove_entries", "describe_changes"]

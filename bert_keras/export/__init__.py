@@ -32,9 +32,17 @@ def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="f
     (default 32).
     What was exported is recorded in `assets.extra/export_info.json` (`read_export_info`):
     kind, dtype (None for the preprocessor, which has no weights) and the model directory.
+
+    A SavedModel is a TensorFlow graph: in a process whose Keras runs on another backend (JAX
+    on a Colab TPU), the export runs in a child process on the TensorFlow backend, on the CPU.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown export kind {kind!r}; use one of {KINDS}")
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        return _export_in_tensorflow_process(kind, model_dir, export_dir, seq_length, dtype,
+                                             max_windows)
     # Written beside export_dir and renamed into place: a killed export leaves no half-written
     # SavedModel; an earlier export is replaced, any other non-empty directory refused.
     try:
@@ -43,6 +51,25 @@ def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="f
     except DirectoryInUseError as error:
         raise ValueError(f"--export_dir: {error}") from None
     return export_dir
+
+
+def _export_in_tensorflow_process(*arguments):
+    import subprocess
+    import sys
+
+    arguments = [os.fspath(value) if isinstance(value, os.PathLike) else value
+                 for value in arguments]
+    # CPU only: the accelerator stays with this process (JAX holds a TPU, or a GPU's memory).
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", CUDA_VISIBLE_DEVICES="",
+               TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
+    code = ("import json, sys; from bert_keras.export import export_from_model_dir; "
+            "export_from_model_dir(*json.loads(sys.argv[1]))")
+    process = subprocess.run([sys.executable, "-c", code, json.dumps(arguments)], env=env,
+                             capture_output=True, text=True)
+    if process.returncode:
+        raise RuntimeError(f"exporting {arguments[1]} as a {arguments[0]} SavedModel on the "
+                           f"TensorFlow backend failed:\n{process.stderr[-4000:]}")
+    return arguments[2]
 
 
 # What a SavedModel directory holds; an export replaces an earlier one with nothing else in it.

@@ -95,22 +95,10 @@ def check_same_settings(options):
 def remove_outputs(options):
     """Removes what the job writes in its work directory (nothing else there), for
     `--start_over`; returns the names removed."""
-    import shutil
-
     root = options.paths()["root"]
-    names = sorted({os.path.relpath(path, root).split(os.sep)[0]
-                    for key, path in options.paths().items() if key != "root"})
-    removed = []
-    for name in names:
-        path = os.path.join(root, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
-        elif os.path.lexists(path):
-            os.remove(path)
-        else:
-            continue
-        removed.append(name)
-    return removed
+    return remove_entries(root, sorted({os.path.relpath(path, root).split(os.sep)[0]
+                                        for key, path in options.paths().items()
+                                        if key != "root"}))
 
 
 def run_main_job(options):

@@ -32,6 +32,7 @@ Example:
 import dataclasses
 
 import tensorflow as tf
+from absl import logging
 
 from bert_keras.pretraining import dynamic_masking
 from bert_keras.data.records import (RecordsError, expand_file_pattern, feature_lengths,
@@ -268,6 +269,37 @@ def read_records(file_pattern, batch_size, max_seq_length, max_predictions_per_s
         raise_corrupt_files(files, error)
 
 
-__all__ = ["MASKED", "UNMASKED", "TargetOptions", "RecordsError", "expand_file_pattern",
+def target_options(options, vocab):
+    """The `TargetOptions` of a run's `PretrainingOptions` and vocabulary."""
+    special = vocab.special_ids()
+    return TargetOptions(
+        dynamic_masking=options.dynamic_masking, left_to_right=options.left_to_right,
+        masked_lm_prob=options.masked_lm_prob, vocab_size=len(vocab),
+        cls_id=special["start_of_sequence_id"], sep_id=special["end_of_segment_id"],
+        mask_id=special["mask_id"])
+
+
+def prepare_records(options):
+    """The record files of `options.input_files` and their kind (`MASKED` or `UNMASKED`),
+    checked before training: the first record's features and lengths, masking for unmasked
+    records, and with `skip_corrupt_records` a count of the readable records."""
+    files = expand_file_pattern(options.input_files)
+    kind = check_record_files(files, options.max_seq_length, options.max_predictions_per_seq)
+    if kind == UNMASKED and not (options.dynamic_masking or options.left_to_right):
+        raise RecordsError(f"{files[0]}: unmasked records need dynamic_masking (or left_to_right)")
+    if options.skip_corrupt_records:
+        scan = scan_record_files(files)
+        corrupt = [(path, records) for path, records, whole in scan if not whole]
+        total = sum(records for _, records, _ in scan)
+        if corrupt:
+            logging.warning("skipping the unreadable rest of %d corrupt file(s) (%d readable records "
+                            "in %d files):\n%s", len(corrupt), total, len(files),
+                            corrupt_files_message(corrupt))
+        if total == 0:
+            raise RecordsError(f"no readable records in {len(files)} file(s)")
+    return files, kind
+
+
+__all__ = ["MASKED", "UNMASKED", "TargetOptions", "target_options", "prepare_records", "RecordsError", "expand_file_pattern",
            "check_record_files", "scan_record_files", "find_corrupt_files", "corrupt_files_message",
            "raise_corrupt_files", "make_targets", "make_dataset_fn", "read_records"]

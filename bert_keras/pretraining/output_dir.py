@@ -11,7 +11,8 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from bert_keras.common.files import describe_changes
+from bert_keras.common.files import describe_changes, remove_entries
+from bert_keras.model import checkpoint_names
 from bert_keras.model.config import BertConfig
 from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.pretraining.options import PretrainingError
@@ -19,6 +20,14 @@ from bert_keras.text.vocab import Vocabulary
 
 CHECKPOINTS_DIR = "checkpoints"
 RUN_FILE = "run.json"
+# The checkpoints of the trainer of other Keras backends (JAX): ckpt-<step>.npz.
+KERAS_CHECKPOINT_SUFFIX = ".npz"
+EVAL_RESULTS_FILE = "eval_results.txt"
+
+# What training writes in its output directory (`--start_over` removes these, nothing else).
+RUN_OUTPUTS = (CHECKPOINTS_DIR, "logs", EVAL_RESULTS_FILE, model_dir_lib.CONFIG_NAME,
+               model_dir_lib.VOCAB_NAME, model_dir_lib.TOKENIZER_CONFIG_NAME,
+               model_dir_lib.WEIGHTS_NAME, model_dir_lib.PRETRAINING_OPTIONS_NAME)
 
 # Fields of run.json that must match for a rerun to resume a checkpoint.
 _STRUCTURAL = ("bert_config", "next_sentence", "left_to_right", "optimizer", "loss_scaling")
@@ -87,6 +96,20 @@ def _read_model_setup(options):
     return _ModelSetup(config, vocab, options.do_lower_case)
 
 
+def write_model_files(options, setup, variable_map=None):
+    """The model directory of a run in `options.output_dir`: config and vocabulary, plus the
+    weights of `variable_map` ({original name: variable}) when it is given."""
+    weights = None if variable_map is None else checkpoint_names.collect_weights(variable_map)
+    model_dir_lib.write_model_dir(options.output_dir, setup.config, setup.vocab,
+                                  setup.do_lower_case, weights)
+
+
+def remove_earlier_run(output_dir):
+    """--start_over: removes an earlier run's checkpoints, logs and model files from
+    `output_dir` (`RUN_OUTPUTS`, nothing else); returns the names removed."""
+    return remove_entries(output_dir, RUN_OUTPUTS)
+
+
 def run_record(options, config):
     return {"bert_config": config.to_dict(), "next_sentence": options.uses_next_sentence,
             "left_to_right": options.left_to_right, "optimizer": options.optimizer,
@@ -95,15 +118,24 @@ def run_record(options, config):
             "max_seq_length": options.max_seq_length}
 
 
-def check_output_dir(options, config):
-    """Refuses an `output_dir` whose checkpoints or model belong to another configuration.
+def check_output_dir(options, config, backend="tensorflow"):
+    """Refuses an `output_dir` whose checkpoints or model belong to another configuration, or
+    whose checkpoints another backend's trainer wrote (`latest_checkpoint`).
 
     Returns the latest checkpoint path to resume from, or None.
     """
     out = options.output_dir
     if tf.io.gfile.exists(out) and not tf.io.gfile.isdir(out):
         raise PretrainingError(f"--output_dir={out} is a file, not a directory")
-    latest, previous = latest_checkpoint(out)
+    latest, previous = latest_checkpoint(out, backend)
+    other = "jax" if backend == "tensorflow" else "tensorflow"
+    theirs, _ = latest_checkpoint(out, other)
+    if theirs and not latest:
+        raise PretrainingError(
+            f"{theirs} is a checkpoint of the trainer of the Keras {other} backend; this run is "
+            f"on the {backend} backend, whose checkpoints differ: resume it with "
+            f"KERAS_BACKEND={other}, continue from its model directory with init_model_dir, or "
+            "pass --start_over to replace it")
     if latest and previous is None:
         raise PretrainingError(f"{os.path.join(out, CHECKPOINTS_DIR)} holds checkpoints ({latest}) "
                                f"not written by this tool (no {RUN_FILE}); refusing to overwrite "
@@ -137,16 +169,50 @@ def check_output_dir(options, config):
     return None
 
 
-def latest_checkpoint(output_dir):
+def latest_checkpoint(output_dir, backend="tensorflow"):
     """(the latest checkpoint of `output_dir`, its run record from run.json); (None, None) when
-    there is no checkpoint, and a None record when there is no run.json."""
+    there is no checkpoint, and a None record when there is no run.json.
+
+    `backend` names the trainer whose checkpoints count: "tensorflow" (`tf.train.Checkpoint`'s
+    `ckpt-<step>.index`) or another Keras backend (`keras_checkpoints`' `ckpt-<step>.npz`).
+    """
     checkpoints = os.path.join(output_dir, CHECKPOINTS_DIR)
-    latest = tf.train.latest_checkpoint(checkpoints) if tf.io.gfile.exists(checkpoints) else None
+    if backend == "tensorflow":
+        latest = tf.train.latest_checkpoint(checkpoints) if tf.io.gfile.exists(checkpoints) else None
+    else:
+        found = keras_checkpoints(output_dir)
+        latest = found[-1][1] if found else None
     run_path = os.path.join(checkpoints, RUN_FILE)
     if not latest or not tf.io.gfile.exists(run_path):
         return latest, None
     with tf.io.gfile.GFile(run_path) as f:
         return latest, _with_causal_attention(json.load(f))
+
+
+def keras_checkpoint_path(output_dir, step):
+    """Where the trainer of a non-TensorFlow Keras backend keeps its checkpoint of `step`."""
+    return os.path.join(output_dir, CHECKPOINTS_DIR, f"ckpt-{step}{KERAS_CHECKPOINT_SUFFIX}")
+
+
+def keras_checkpoints(output_dir):
+    """[(step, path)] of the whole checkpoints of a non-TensorFlow trainer in `output_dir`, by
+    step (a save is renamed into place whole: no partial file has this name).
+
+    >>> import tempfile
+    >>> out = tempfile.mkdtemp()
+    >>> os.makedirs(os.path.join(out, CHECKPOINTS_DIR))
+    >>> for step in (10, 200, 30):
+    ...     open(keras_checkpoint_path(out, step), "w").close()
+    >>> [step for step, _ in keras_checkpoints(out)]
+    [10, 30, 200]
+    """
+    directory = os.path.join(output_dir, CHECKPOINTS_DIR)
+    found = []
+    for name in tf.io.gfile.listdir(directory) if tf.io.gfile.isdir(directory) else ():
+        stem = name[len("ckpt-"):-len(KERAS_CHECKPOINT_SUFFIX)]
+        if name.startswith("ckpt-") and name.endswith(KERAS_CHECKPOINT_SUFFIX) and stem.isdigit():
+            found.append((int(stem), os.path.join(directory, name)))
+    return sorted(found)
 
 
 def check_checkpoint_config(latest, record, config):
@@ -170,5 +236,7 @@ def _describe_difference(name, old, new):
     return describe_changes({name: old}, {name: new}, "in the checkpoint", "now")
 
 
-__all__ = ["CHECKPOINTS_DIR", "RUN_FILE", "resolve_model_setup", "check_output_dir", "run_record",
-           "latest_checkpoint", "check_checkpoint_config"]
+__all__ = ["CHECKPOINTS_DIR", "RUN_FILE", "EVAL_RESULTS_FILE", "RUN_OUTPUTS", "write_model_files",
+           "remove_earlier_run", "resolve_model_setup", "check_output_dir", "run_record",
+           "latest_checkpoint", "keras_checkpoint_path", "keras_checkpoints", "KERAS_CHECKPOINT_SUFFIX",
+           "check_checkpoint_config"]

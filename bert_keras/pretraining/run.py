@@ -45,51 +45,24 @@ from absl import logging
 from bert_keras import distribution, optimization
 from bert_keras.common.files import write_json_atomic, write_text_atomic
 from bert_keras.data.records import RecordsError
-from bert_keras.model import checkpoint_names
 from bert_keras.model.config import ConfigError
 from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.pretraining import inputs as pretraining_input
 from bert_keras.pretraining.losses import SUM_NAMES, metrics_from_sums
 from bert_keras.pretraining.options import (MODES, NonFiniteLossError, PretrainingError,
                                             PretrainingOptions)
-from bert_keras.pretraining.output_dir import (CHECKPOINTS_DIR, RUN_FILE, check_checkpoint_config,
-                                               check_output_dir, latest_checkpoint,
-                                               resolve_model_setup, run_record)
+from bert_keras.pretraining.output_dir import (CHECKPOINTS_DIR, EVAL_RESULTS_FILE, RUN_FILE,
+                                               check_checkpoint_config, check_output_dir,
+                                               latest_checkpoint, remove_earlier_run,
+                                               resolve_model_setup, run_record,
+                                               write_model_files)
 from bert_keras.pretraining.step import (TrainingState, assign_initial_weights, build_training_state,
                                          make_eval_function, make_train_function)
 
 OPTIONS_FILE = model_dir_lib.PRETRAINING_OPTIONS_NAME
-EVAL_RESULTS_FILE = "eval_results.txt"
 
 
 # ------------------------------------------------------------------------------------- input
-def _target_options(options, vocab):
-    special = vocab.special_ids()
-    return pretraining_input.TargetOptions(
-        dynamic_masking=options.dynamic_masking, left_to_right=options.left_to_right,
-        masked_lm_prob=options.masked_lm_prob, vocab_size=len(vocab),
-        cls_id=special["start_of_sequence_id"], sep_id=special["end_of_segment_id"],
-        mask_id=special["mask_id"])
-
-
-def _prepare_records(options):
-    files = pretraining_input.expand_file_pattern(options.input_files)
-    kind = pretraining_input.check_record_files(files, options.max_seq_length, options.max_predictions_per_seq)
-    if kind == pretraining_input.UNMASKED and not (options.dynamic_masking or options.left_to_right):
-        raise RecordsError(f"{files[0]}: unmasked records need dynamic_masking (or left_to_right)")
-    if options.skip_corrupt_records:
-        scan = pretraining_input.scan_record_files(files)
-        corrupt = [(path, records) for path, records, whole in scan if not whole]
-        total = sum(records for _, records, _ in scan)
-        if corrupt:
-            logging.warning("skipping the unreadable rest of %d corrupt file(s) (%d readable records "
-                            "in %d files):\n%s", len(corrupt), total, len(files),
-                            pretraining_input.corrupt_files_message(corrupt))
-        if total == 0:
-            raise RecordsError(f"no readable records in {len(files)} file(s)")
-    return files, kind
-
-
 def _check_batch(options, strategy):
     replicas = strategy.num_replicas_in_sync
     divisor = replicas * options.gradient_accumulation_steps
@@ -101,13 +74,6 @@ def _check_batch(options, strategy):
 # -------------------------------------------------------------------------------------- train
 def _write_json(path, values):
     write_json_atomic(path, values, sort_keys=True, default=str)
-
-
-def _write_model_files(options, setup, state=None):
-    """The model directory files: config and vocab, plus the weights when `state` is given."""
-    weights = None if state is None else checkpoint_names.collect_weights(state.variable_map)
-    model_dir_lib.write_model_dir(options.output_dir, setup.config, setup.vocab,
-                                  setup.do_lower_case, weights)
 
 
 def _summary_writer(options, strategy, name):
@@ -154,28 +120,6 @@ def _resolve_precision(options, strategy):
         optimization.resolve_dtype(options.mixed_precision, strategy))
 
 
-# What training writes in its output directory (`--start_over` removes these, nothing else).
-_RUN_OUTPUTS = (CHECKPOINTS_DIR, "logs", EVAL_RESULTS_FILE, model_dir_lib.CONFIG_NAME,
-                model_dir_lib.VOCAB_NAME, model_dir_lib.TOKENIZER_CONFIG_NAME,
-                model_dir_lib.WEIGHTS_NAME, model_dir_lib.PRETRAINING_OPTIONS_NAME)
-
-
-def remove_earlier_run(output_dir):
-    """--start_over: removes an earlier run's checkpoints, logs and model files from
-    `output_dir` (nothing else); returns the names removed."""
-    removed = []
-    for name in _RUN_OUTPUTS:
-        path = os.path.join(output_dir, name)
-        if tf.io.gfile.isdir(path):
-            tf.io.gfile.rmtree(path)
-        elif tf.io.gfile.exists(path):
-            tf.io.gfile.remove(path)
-        else:
-            continue
-        removed.append(name)
-    return removed
-
-
 def train(options, strategy=None):
     """Trains (or resumes) and writes the model directory; returns the final metrics dict."""
     options.validate()
@@ -192,7 +136,7 @@ def train(options, strategy=None):
         raise ConfigError(f"max_seq_length {options.max_seq_length} exceeds the config's "
                           f"max_position_embeddings {setup.config.max_position_embeddings}")
     latest = check_output_dir(options, setup.config)
-    files, kind = _prepare_records(options)
+    files, kind = pretraining_input.prepare_records(options)
 
     keras.utils.set_random_seed(options.seed)
     state = build_training_state(setup.config, strategy, options)
@@ -201,11 +145,11 @@ def train(options, strategy=None):
         state.checkpoint.restore(latest).assert_existing_objects_matched()
         logging.info("resumed from %s at step %d", latest, int(state.step.numpy()))
     elif setup.init_weights is not None:
-        assign_initial_weights(state, setup.init_weights,
+        assign_initial_weights(state.variable_map, setup.init_weights,
                                f"{options.init_model_dir}/{model_dir_lib.WEIGHTS_NAME}")
         logging.info("initialized from %s", options.init_model_dir)
     if chief:
-        _write_model_files(options, setup)
+        write_model_files(options, setup)
         os.makedirs(os.path.join(options.output_dir, CHECKPOINTS_DIR), exist_ok=True)
         _write_json(os.path.join(options.output_dir, CHECKPOINTS_DIR, RUN_FILE),
                     run_record(options, setup.config))
@@ -217,12 +161,12 @@ def train(options, strategy=None):
     if start >= total:
         logging.info("step %d already reached num_train_steps %d", start, total)
         if chief:
-            _write_model_files(options, setup, state)
+            write_model_files(options, setup, state.variable_map)
         return {"step": start}
 
     dataset_fn = pretraining_input.make_dataset_fn(
         files, kind, options.max_seq_length, options.max_predictions_per_seq, options.train_batch_size,
-        targets=_target_options(options, setup.vocab), start_step=start, shuffle=True, repeat=True,
+        targets=pretraining_input.target_options(options, setup.vocab), start_step=start, shuffle=True, repeat=True,
         seed=options.seed, shuffle_buffer_size=options.shuffle_buffer_size,
         skip_corrupt_records=options.skip_corrupt_records)
     dataset = strategy.distribute_datasets_from_function(dataset_fn)
@@ -270,7 +214,7 @@ def train(options, strategy=None):
             interval = {}
     writer.flush()
     if chief:
-        _write_model_files(options, setup, state)
+        write_model_files(options, setup, state.variable_map)
         logging.info("wrote the model directory %s", options.output_dir)
     metrics["step"] = step
     return metrics
@@ -321,10 +265,10 @@ def _state_for_inference(options, strategy, setup):
         state.checkpoint.restore(latest).expect_partial()  # the optimizer is not needed here
         source = latest
     elif tf.io.gfile.exists(weights_path):
-        assign_initial_weights(state, model_dir_lib.read_weights(options.output_dir), weights_path)
+        assign_initial_weights(state.variable_map, model_dir_lib.read_weights(options.output_dir), weights_path)
         source = weights_path
     elif setup.init_weights is not None:
-        assign_initial_weights(state, setup.init_weights, options.init_model_dir)
+        assign_initial_weights(state.variable_map, setup.init_weights, options.init_model_dir)
         source = options.init_model_dir
     else:
         raise PretrainingError(f"nothing to evaluate: {options.output_dir} holds no checkpoint or model "
@@ -341,12 +285,12 @@ def evaluate(options, strategy=None):
     strategy = strategy or distribution.resolve_strategy(options.strategy, options.tpu)
     _resolve_precision(options, strategy)
     setup = resolve_model_setup(options)
-    files, kind = _prepare_records(options)
+    files, kind = pretraining_input.prepare_records(options)
     state, source = _state_for_inference(options, strategy, setup)
     tpu = distribution.is_tpu_strategy(strategy)
     dataset_fn = pretraining_input.make_dataset_fn(
         files, kind, options.max_seq_length, options.max_predictions_per_seq, options.eval_batch_size,
-        targets=_target_options(options, setup.vocab), shuffle=False, repeat=False, seed=options.seed,
+        targets=pretraining_input.target_options(options, setup.vocab), shuffle=False, repeat=False, seed=options.seed,
         drop_remainder=tpu, skip_corrupt_records=options.skip_corrupt_records)
     dataset = strategy.distribute_datasets_from_function(dataset_fn)
     eval_step = make_eval_function(state)
@@ -386,24 +330,24 @@ def export_model_dir(options, strategy=None):
     if not (tf.io.gfile.exists(checkpoints) and tf.train.latest_checkpoint(checkpoints)):
         raise PretrainingError(f"{checkpoints} holds no checkpoint to export")
     state, source = _state_for_inference(options, strategy, setup)
-    _write_model_files(options, setup, state)
+    write_model_files(options, setup, state.variable_map)
     logging.info("wrote the model directory %s from %s", options.output_dir, source)
     return {"step": int(state.step.numpy()), "checkpoint": source}
 
 
 def run_pretraining(options, strategy=None):
     """Runs `options.mode` ("train", "eval" or "export"); returns its metrics dict."""
+    if options.mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {options.mode!r}")
     if keras.backend.backend() != "tensorflow":  # JAX (Colab's TPU): keras.Model.fit
         from bert_keras.pretraining import keras_fit
 
-        return keras_fit.train(options)  # training only; other modes stop with a message
+        return keras_fit.run(options)
     if options.mode == "train":
         return train(options, strategy)
     if options.mode == "eval":
         return evaluate(options, strategy)
-    if options.mode == "export":
-        return export_model_dir(options, strategy)
-    raise ValueError(f"mode must be one of {MODES}, got {options.mode!r}")
+    return export_model_dir(options, strategy)
 
 
 __all__ = ["PretrainingOptions", "PretrainingError", "NonFiniteLossError", "TrainingState",

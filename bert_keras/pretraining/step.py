@@ -70,14 +70,15 @@ def build_training_state(config, strategy, options, with_optimizer=True):
     return TrainingState(strategy, model, optimizer, step, variable_map, checkpoint)
 
 
-def assign_initial_weights(state, arrays, source):
-    """Loads {original name: array} into the model; absent heads stay freshly initialized."""
-    heads = [name for name in state.variable_map if name.startswith("cls/")]
+def assign_initial_weights(variable_map, arrays, source):
+    """Loads {original name: array} into the variables of `variable_map` ({original name:
+    variable}); absent heads stay freshly initialized."""
+    heads = [name for name in variable_map if name.startswith("cls/")]
     has_heads = any(name in arrays for name in heads)
     allow_missing = () if has_heads else heads
     if has_heads and "cls/seq_relationship/output_weights" not in arrays:
         allow_missing = [name for name in heads if name.startswith("cls/seq_relationship/")]
-    checkpoint_names.assign_weights(state.variable_map, arrays, source=source,
+    checkpoint_names.assign_weights(variable_map, arrays, source=source,
                                     allow_missing=allow_missing)
 
 

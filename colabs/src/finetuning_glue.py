@@ -6,7 +6,8 @@
 # (a SavedModel that takes strings and returns labels) and calls it. A last section fine-tunes
 # from an **exported encoder** SavedModel instead, the way TF Hub encoders are used.
 #
-# **Runtime.** *Runtime → Change runtime type*: a GPU (T4) or the v2-8 TPU; a CPU works for
+# **Runtime.** *Runtime → Change runtime type*: a GPU (T4) or a TPU (the Keras JAX backend
+# there, see the install cell); a CPU works for
 # the smoke test only. The notebook finds out which one it has and uses it.
 #
 # **How long.** Installing takes 1-3 minutes. The paper fine-tunes BERT-Base on any GLUE task
@@ -59,27 +60,27 @@ print("smoke test" if SMOKE else "full run", "- outputs in", os.path.abspath(WOR
 # %% [markdown]
 # ## Find the accelerator
 #
-# `resolve_strategy("auto")` takes the TPU when there is one (Colab's TPU runtime is a TPU
-# VM, reached with `TPUClusterResolver(tpu="local")`), else all GPUs, else the CPU. Mixed
-# precision follows the hardware: bfloat16 on a TPU, float16 (with loss scaling) on a GPU.
+# On the Keras JAX backend (the install cell's choice on Colab's TPU runtime) JAX trains on its
+# own devices. On TensorFlow, `resolve_strategy("auto")` takes the TPU when there is one
+# (`TPUClusterResolver(tpu="local")` on a TPU VM with `tensorflow-tpu`), else all GPUs, else the
+# CPU. Mixed precision follows the hardware: bfloat16 on a TPU, float16 (with loss scaling) on
+# a GPU.
 
 # %%
+import keras
 import tensorflow as tf
 
 from bert_keras import distribution
 
 tf.get_logger().setLevel("WARNING")
+# On the Keras JAX backend (a TPU runtime) JAX holds the devices; the strategy is TensorFlow's
+# default one, which only feeds the input pipeline.
 strategy = distribution.resolve_strategy("auto")
-if distribution.is_tpu_strategy(strategy):
-    ACCELERATOR = "TPU"
-elif tf.config.list_logical_devices("GPU"):
-    ACCELERATOR = "GPU"
-else:
-    ACCELERATOR = "CPU"
+ACCELERATOR, DEVICES = distribution.accelerator(strategy)
 DTYPE = {"TPU": "mixed_bfloat16", "GPU": "mixed_float16", "CPU": None}[ACCELERATOR]
 # Several steps per call keep a TPU busy; elsewhere one step per call is as fast.
 STEPS_PER_EXECUTION = 50 if ACCELERATOR == "TPU" else 1
-print(f"{ACCELERATOR}: {strategy.num_replicas_in_sync} replica(s), dtype {DTYPE or 'float32'}, "
+print(f"{ACCELERATOR}: {DEVICES} device(s), Keras on {keras.backend.backend()}, dtype {DTYPE or 'float32'}, "
       f"TensorFlow {tf.__version__}")
 
 # %% [markdown]
@@ -307,8 +308,9 @@ print(f"exported vs Keras model on {len(dev_examples)} dev examples: largest log
 # dropout during training. The preprocessor runs in `tf.data`, on the CPU next to the input
 # pipeline. The model is an ordinary `keras.Model`: compile and `fit` as usual.
 #
-# This path runs in the test suite on a CPU; it has not been tried on a TPU here. If it fails
-# on one, use the model-directory path above (or a GPU runtime).
+# A SavedModel is a TensorFlow graph, so this path needs Keras on the TensorFlow backend: on
+# JAX (Colab's TPU runtime) the cell says so and skips it. It runs in the test suite on a CPU;
+# it has not been tried on a TPU here. If it fails on one, use the model-directory path above.
 
 # %%
 import keras
@@ -317,7 +319,10 @@ from bert_keras import optimization
 from bert_keras.export.savedmodel_layer import build_classifier_from_export, preprocess_dataset
 
 export_result = None
-if FROM_EXPORTED_ENCODER and not spec.is_regression:
+if FROM_EXPORTED_ENCODER and keras.backend.backend() != "tensorflow":
+    print("skipped: keras.layers.TFSMLayer runs on the Keras TensorFlow backend only, this is",
+          keras.backend.backend())
+elif FROM_EXPORTED_ENCODER and not spec.is_regression:
     preprocessor_dir = os.path.join(WORK_DIR, "export", "preprocessor")
     encoder_dir = os.path.join(WORK_DIR, "export", "encoder")
     export_from_model_dir("preprocessor", INIT_MODEL_DIR, preprocessor_dir,
@@ -370,6 +375,7 @@ import json
 
 summary = {
     "accelerator": ACCELERATOR,
+    "backend": keras.backend.backend(),
     "smoke": SMOKE,
     "task": TASK,
     "init_model_dir": os.path.abspath(INIT_MODEL_DIR),

@@ -10,14 +10,15 @@
 # 5. model directory → SavedModels (a preprocessor with the tokenizer inside, and the encoder)
 # 6. the reloaded SavedModels fill in `[MASK]` words of a few sentences.
 #
-# **Runtime.** *Runtime → Change runtime type → v2-8 TPU*. The notebook also runs on a GPU
-# runtime (T4) or on a plain CPU runtime, only slower; it finds out which one it has.
+# **Runtime.** *Runtime → Change runtime type → TPU* (the free tier's v5e-1). The notebook
+# trains on the Keras JAX backend there, and on a GPU (T4) or CPU runtime with TensorFlow, only
+# slower; it finds out which one it has.
 #
 # **How long.** The install cell takes a few minutes on the TPU runtime. With the default
 # settings (BERT-mini on the bundled 370 KB WikiText-2 sample, 5,000 steps of 256 sequences)
 # making the records takes well under a minute; the training prints its speed (examples/s),
 # so the first log lines tell how long the rest will take. For scale: the paper's BERT-Base
-# took 4 days on 16 TPU chips, and a v2-8 has 4 chips while a free Colab session lasts a few
+# took 4 days on 16 TPU chips, and the free v5e-1 has one chip while a session lasts a few
 # hours, so the models trained here are small ones. A useful model also needs a real corpus
 # (hundreds of MB of text or more): point `CORPUS_FILES` at it. The bundled sample is only
 # enough to see the losses fall.
@@ -80,50 +81,66 @@ print("smoke test" if SMOKE else "full run", "- outputs in", os.path.abspath(WOR
 # %% [markdown]
 # ## Connect to the TPU (or find the GPU / CPU)
 #
-# Colab's TPU runtime is a **TPU VM** (a v2-8 TPU: 4 chips, 8 cores, since 2024): the TPU
-# chips are devices of the machine that runs this notebook. TensorFlow reaches them with
-# `TPUClusterResolver(tpu="local")`; the resolver without an address (the recipe of the old
-# runtime) fails there with "Please provide a TPU Name". Everything that trains must then be
-# built under `strategy.scope()`; the library functions below take the `strategy` made here.
-#
-# Only one process can hold the TPU: run everything from this notebook, not from `!python`
-# commands, once the TPU is connected.
+# Colab's TPU runtime is a **TPU VM** (a single-chip TPU v5e-1 on the free tier since 2025):
+# the TPU chips are devices of the machine that runs this notebook. Since 2025 TensorFlow's
+# TPU build no longer connects there, so on a TPU the install cell picks the **Keras JAX
+# backend**: JAX holds the TPU and trains (`keras.Model.fit`, data parallel over every chip),
+# while TensorFlow, on the CPU, only reads the records and writes and runs the SavedModels.
+# With `KERAS_BACKEND = "tensorflow"` on a TPU VM that has `tensorflow-tpu`, TensorFlow
+# connects with `TPUClusterResolver(tpu="local")` and trains with `TPUStrategy`; on a GPU or
+# CPU either backend trains. Only one process can hold the TPU: run everything from this
+# notebook, not from `!python` commands, once the TPU is connected.
 
 # %%
 import glob
 
+import keras
 import tensorflow as tf
 
+from bert_keras import precision
+
 tf.get_logger().setLevel("WARNING")  # tf.distribute's per-step INFO lines drown the metrics
+BACKEND = keras.backend.backend()
 
 
 def connect_accelerator():
-    """(strategy, "TPU" | "GPU" | "CPU")."""
+    """(tf.distribute strategy or None on JAX, "TPU" | "GPU" | "CPU", number of devices)."""
+    if BACKEND == "jax":
+        import jax
+
+        devices = jax.devices()
+        return None, devices[0].platform.upper(), len(devices)
     tpu_devices = glob.glob("/dev/accel*") + glob.glob("/dev/vfio/[0-9]*")
     if tpu_devices or os.environ.get("TPU_ACCELERATOR_TYPE") or os.environ.get("TPU_NAME"):
         try:
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
             tf.config.experimental_connect_to_cluster(resolver)
             tf.tpu.experimental.initialize_tpu_system(resolver)
-            return tf.distribute.TPUStrategy(resolver), "TPU"
+            found = tf.distribute.TPUStrategy(resolver)
+            return found, "TPU", found.num_replicas_in_sync
         except Exception as error:  # the resolver raises several unrelated types
             print("A TPU seems present but TensorFlow cannot use it:", error)
-            print("(is tensorflow-tpu installed? see the install cell) - going on without it")
+            print("(run the install cell with KERAS_BACKEND = 'jax') - going on without it")
     gpus = tf.config.list_logical_devices("GPU")
     if len(gpus) > 1:
-        return tf.distribute.MirroredStrategy(), "GPU"
+        return tf.distribute.MirroredStrategy(), "GPU", len(gpus)
     if gpus:
-        return tf.distribute.OneDeviceStrategy(gpus[0].name), "GPU"
-    return tf.distribute.get_strategy(), "CPU"
+        return tf.distribute.OneDeviceStrategy(gpus[0].name), "GPU", 1
+    return tf.distribute.get_strategy(), "CPU", 1
 
 
-strategy, ACCELERATOR = connect_accelerator()
-# bfloat16 is the TPU's native format; T4 GPUs have float16 units (with loss scaling).
-MIXED_PRECISION = {"TPU": "mixed_bfloat16", "GPU": "mixed_float16", "CPU": "float32"}[ACCELERATOR]
+strategy, ACCELERATOR, DEVICES = connect_accelerator()
+# bfloat16 is the TPU's native format; a GPU gets it where it has the units (compute
+# capability 8.0+), else float16 with loss scaling on TensorFlow, float32 on JAX.
+MIXED_PRECISION = {"TPU": "mixed_bfloat16", "CPU": "float32"}.get(ACCELERATOR)
+if MIXED_PRECISION is None:
+    MIXED_PRECISION = precision.mixed_precision_policy(precision.resolve_dtype("auto", strategy))
+    if MIXED_PRECISION == "float32" and BACKEND == "tensorflow":
+        MIXED_PRECISION = "mixed_float16"
 if ACCELERATOR == "CPU":
     STEPS_PER_EXECUTION = min(STEPS_PER_EXECUTION, 5)
-print(f"{ACCELERATOR}: {strategy.num_replicas_in_sync} replica(s), {MIXED_PRECISION}, "
-      f"TensorFlow {tf.__version__}")
+print(f"{ACCELERATOR}: {DEVICES} device(s), {MIXED_PRECISION}, Keras {keras.__version__} on "
+      f"{BACKEND}, TensorFlow {tf.__version__}")
 
 # %% [markdown]
 # ## Where the files go: local disk or a bucket
@@ -215,8 +232,9 @@ for split, files, shards in (("train", corpus_files, 8), ("heldout", heldout_fil
 # ## 3. Pre-training
 #
 # The paper's losses (masked LM + next sentence) and optimizer (Adam with weight decay,
-# linear warm-up then linear decay, gradients clipped to norm 1), in a `tf.function` around
-# `strategy.run` that runs `STEPS_PER_EXECUTION` steps per call. Checkpoints go to
+# linear warm-up then linear decay, gradients clipped to norm 1), `STEPS_PER_EXECUTION` steps
+# per call into the accelerator: on JAX with `keras.Model.fit`, on TensorFlow in a
+# `tf.function` around `strategy.run`. The model directory is the same either way. Checkpoints go to
 # `model/checkpoints` every `SAVE_CHECKPOINTS_STEPS` steps: if the session stops, running
 # this cell again continues from the last one. Same as `python tools/run_pretraining.py
 # --strategy=tpu --tpu=local --dtype=bfloat16 ...`.
@@ -250,7 +268,7 @@ print({name: round(float(value), 4) for name, value in train_metrics.items()})
 eval_options = dataclasses.replace(
     pretraining_options, mode="eval",
     input_files=os.path.join(paths["heldout_data"], "*.tfrecord"))
-eval_results = pretraining.evaluate(eval_options, strategy=strategy)
+eval_results = pretraining.run_pretraining(eval_options, strategy=strategy)
 for name in ("masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
              "next_sentence_loss", "examples", "global_step"):
     print(f"{name:24s} {eval_results[name]}")
@@ -304,7 +322,8 @@ import json
 
 summary = {
     "accelerator": ACCELERATOR,
-    "replicas": strategy.num_replicas_in_sync,
+    "backend": BACKEND,
+    "devices": DEVICES,
     "smoke": SMOKE,
     "vocab_size": len(tokens),
     "instances": {split: stats["instances"] for split, stats in data_stats.items()},

@@ -7,7 +7,8 @@
 # "no answer" threshold), and exports a **raw-text question-answering SavedModel** that takes
 # a question and a paragraph as strings and returns the answer's text and position.
 #
-# **Runtime.** *Runtime → Change runtime type*: a GPU (T4) or the v2-8 TPU. A CPU is only
+# **Runtime.** *Runtime → Change runtime type*: a GPU (T4) or a TPU (the Keras JAX backend
+# there, see the install cell). A CPU is only
 # good for the smoke test.
 #
 # **How long.** Installing takes 1-3 minutes, downloading and converting BERT-Base about a
@@ -68,22 +69,22 @@ print("smoke test" if SMOKE else "full run", f"of SQuAD {SQUAD_VERSION} - output
 # %% [markdown]
 # ## Find the accelerator
 #
-# `resolve_strategy("auto")`: the TPU when there is one (`TPUClusterResolver(tpu="local")` on
-# Colab's TPU VM), else the GPUs, else the CPU; bfloat16 on a TPU, float16 on a GPU.
+# On the Keras JAX backend (the install cell's choice on Colab's TPU runtime) JAX trains on its
+# own devices; on TensorFlow `resolve_strategy("auto")` takes the TPU when there is one
+# (`TPUClusterResolver(tpu="local")` with `tensorflow-tpu`), else the GPUs, else the CPU.
+# bfloat16 on a TPU, float16 on a GPU.
 
 # %%
+import keras
 import tensorflow as tf
 
 from bert_keras import distribution
 
 tf.get_logger().setLevel("WARNING")
+# On the Keras JAX backend (a TPU runtime) JAX holds the devices; the strategy is TensorFlow's
+# default one, which only feeds the input pipeline.
 strategy = distribution.resolve_strategy("auto")
-if distribution.is_tpu_strategy(strategy):
-    ACCELERATOR = "TPU"
-elif tf.config.list_logical_devices("GPU"):
-    ACCELERATOR = "GPU"
-else:
-    ACCELERATOR = "CPU"
+ACCELERATOR, DEVICES = distribution.accelerator(strategy)
 DTYPE = {"TPU": "mixed_bfloat16", "GPU": "mixed_float16", "CPU": None}[ACCELERATOR]
 STEPS_PER_EXECUTION = 50 if ACCELERATOR == "TPU" else 1
 if ACCELERATOR == "TPU":
@@ -93,7 +94,7 @@ else:
 LEARNING_RATE = LEARNING_RATE or paper[0]
 TRAIN_BATCH_SIZE = TRAIN_BATCH_SIZE or paper[1]
 NUM_TRAIN_EPOCHS = NUM_TRAIN_EPOCHS or paper[2]
-print(f"{ACCELERATOR}: {strategy.num_replicas_in_sync} replica(s), dtype {DTYPE or 'float32'}; "
+print(f"{ACCELERATOR}: {DEVICES} device(s), Keras on {keras.backend.backend()}, dtype {DTYPE or 'float32'}; "
       f"learning rate {LEARNING_RATE}, batch {TRAIN_BATCH_SIZE}, {NUM_TRAIN_EPOCHS} epoch(s)")
 
 # %% [markdown]
@@ -379,6 +380,7 @@ print(question, "->", repr(reply["answer_text"][0].numpy().decode()),
 # %%
 summary = {
     "accelerator": ACCELERATOR,
+    "backend": keras.backend.backend(),
     "smoke": SMOKE,
     "squad_version": SQUAD_VERSION,
     "task": TASK,

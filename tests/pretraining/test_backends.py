@@ -11,29 +11,35 @@ a dataset to build the model) and the weights parted completely.
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
 
 import pretraining_run_fixtures as fx
+from support import REPO_ROOT
 
 _CHILD = textwrap.dedent('''
     import json, sys
     import keras
     from bert_keras.pretraining.run import PretrainingOptions, run_pretraining
 
-    records, init, output = sys.argv[1:4]
-    metrics = run_pretraining(PretrainingOptions(
+    records, init, output, overrides = sys.argv[1:5]
+    options = dict(
         input_files=records, output_dir=output, init_model_dir=init, train_batch_size=8,
         num_train_steps=6, num_warmup_steps=2, learning_rate=1e-3, max_seq_length=32,
         max_predictions_per_seq=5, save_checkpoints_steps=6, mixed_precision="float32",
-        verbose=0))
+        verbose=0)
+    options.update(json.loads(overrides))
+    metrics = run_pretraining(PretrainingOptions(**options))
     with open(output + ".json", "w") as f:
-        json.dump({"backend": keras.backend.backend(),
-                   "metrics": {name: float(value) for name, value in metrics.items()}}, f)
+        json.dump({"backend": keras.backend.backend(), "devices": len(keras.distribution.list_devices()),
+                   "metrics": {name: value if isinstance(value, str) else float(value)
+                               for name, value in metrics.items()}}, f)
 ''')
 
 
@@ -62,19 +68,29 @@ def start(tmp_path_factory):
     return root
 
 
-def _pretrain(root, backend, expect_error=False):
-    output = str(root / f"out_{backend}")
+def _pretrain(root, backend, name=None, expect_error=False, devices=1, **overrides):
+    output = str(root / (name or f"out_{backend}"))
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2",
                CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu")
+    if devices > 1:
+        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
     process = subprocess.run([sys.executable, "-c", _CHILD, str(root / "data.tfrecord"),
-                              str(root / "init"), output], env=env, capture_output=True,
-                             text=True, timeout=600)
+                              str(root / "init"), output, json.dumps(overrides)], env=env,
+                             capture_output=True, text=True, timeout=600)
     if expect_error:
         assert process.returncode != 0
         return process.stderr
     assert process.returncode == 0, process.stderr[-6000:]
     with open(output + ".json", encoding="utf-8") as f:
         return output, json.load(f)
+
+
+def _largest_difference(first, second):
+    from bert_keras.modeldir import model_dir
+
+    ours, theirs = model_dir.read_weights(first), model_dir.read_weights(second)
+    assert sorted(ours) == sorted(theirs)
+    return max(float(np.abs(value - theirs[name]).max()) for name, value in ours.items())
 
 
 def test_pretraining_takes_the_same_steps_on_jax_and_tensorflow(start):
@@ -98,15 +114,117 @@ def test_pretraining_takes_the_same_steps_on_jax_and_tensorflow(start):
     assert model_dir.read_do_lower_case(jax_dir) is True
 
 
-def test_a_jax_run_does_not_overwrite_an_earlier_one(start):
-    """No resuming on JAX yet: a second run into the same directory stops and says so, and the
-    first run's weights stay."""
+def test_gradient_accumulation_takes_the_same_steps_on_jax_and_tensorflow(start):
+    """Keras' accumulation on JAX (micro-batches of 4, gradients averaged, the schedule counting
+    updates) against the TensorFlow trainer's (the batch of 8 in two slices): every record has
+    the same number of predictions here, where the two normalizations agree."""
+    tf_dir, _ = _pretrain(start, "tensorflow", "accumulated_tf", gradient_accumulation_steps=2)
+    jax_dir, jax_run = _pretrain(start, "jax", "accumulated_jax", gradient_accumulation_steps=2)
+    assert jax_run["metrics"]["step"] == 6
+    assert _largest_difference(tf_dir, jax_dir) <= 1e-4
+    # And accumulating is not a no-op: it matches the whole batch, which differs from the start.
+    whole_dir = str(start / "out_tensorflow")
+    if not os.path.exists(whole_dir):
+        whole_dir, _ = _pretrain(start, "tensorflow")
+    assert _largest_difference(jax_dir, whole_dir) <= 1e-4
+    assert _largest_difference(jax_dir, str(start / "init")) > 1e-3
+
+
+def test_data_parallel_over_two_devices_takes_the_steps_of_one(start):
+    """`keras.distribution.DataParallel` over two (XLA host) devices: the batch split between
+    them, the loss normalized over the whole batch, the same weights as one device."""
+    one_dir = str(start / "out_jax")
+    if not os.path.exists(one_dir):
+        one_dir, _ = _pretrain(start, "jax")
+    two_dir, two_run = _pretrain(start, "jax", "two_devices", devices=2)
+    assert two_run["devices"] == 2
+    assert _largest_difference(one_dir, two_dir) <= 1e-4
+    message = _pretrain(start, "jax", "odd_batch", expect_error=True, devices=2,
+                        train_batch_size=7)
+    assert "--train_batch_size=7 must be a multiple of the 2 devices" in message
+
+
+def test_evaluation_on_jax_equals_tensorflow(start):
+    tf_out, tf_run = _pretrain(start, "tensorflow", "eval_tf", mode="eval", eval_batch_size=24)
+    jax_out, jax_run = _pretrain(start, "jax", "eval_jax", mode="eval", eval_batch_size=24)
+    tf_metrics, jax_metrics = tf_run["metrics"], jax_run["metrics"]
+    assert jax_metrics["examples"] == tf_metrics["examples"] == 64  # a partial last batch too
+    for name in ("masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss",
+                 "next_sentence_accuracy"):
+        assert abs(jax_metrics[name] - tf_metrics[name]) <= 1e-4, name
+    assert "weights = " in open(os.path.join(jax_out, "eval_results.txt")).read()
+
+
+def test_a_run_resumes_only_with_its_own_trainer(start):
+    """A directory with the TensorFlow trainer's checkpoints is not resumed on JAX (nor the
+    other way round): the message names the backend to use, and nothing is overwritten."""
     from bert_keras.modeldir import model_dir
 
-    if not (start / "out_jax" / "model.safetensors").exists():
-        _pretrain(start, "jax")
-    before = model_dir.read_weights(str(start / "out_jax"))
-    message = _pretrain(start, "jax", expect_error=True)
-    assert "holds an earlier run (model.safetensors)" in message and "--start_over" in message
-    after = model_dir.read_weights(str(start / "out_jax"))
+    tf_dir = str(start / "out_tensorflow")
+    if not os.path.exists(tf_dir):
+        tf_dir, _ = _pretrain(start, "tensorflow")
+    before = model_dir.read_weights(tf_dir)
+    message = _pretrain(start, "jax", "out_tensorflow", expect_error=True, num_train_steps=8)
+    assert "a checkpoint of the trainer of the Keras tensorflow backend" in message
+    assert "KERAS_BACKEND=tensorflow" in message
+    after = model_dir.read_weights(tf_dir)
     assert all(np.array_equal(before[name], after[name]) for name in before)
+    jax_dir = str(start / "out_jax")
+    if not os.path.exists(jax_dir):
+        _pretrain(start, "jax")
+    message = _pretrain(start, "tensorflow", "out_jax", expect_error=True, num_train_steps=8)
+    assert "KERAS_BACKEND=jax" in message
+
+
+def test_a_jax_run_killed_after_a_checkpoint_resumes_to_the_same_weights(start, tmp_path):
+    """tools/run_pretraining.py on JAX, dropout on (its random state is in the checkpoint),
+    several steps per execution: SIGKILL once a checkpoint exists, rerun, and the weights are
+    those of a run that was never stopped."""
+    from bert_keras.modeldir import model_dir
+    from bert_keras.pretraining.output_dir import keras_checkpoints
+
+    steps = 300
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2",
+               CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu")
+
+    def command(output_dir):
+        return [sys.executable, os.path.join(REPO_ROOT, "tools", "run_pretraining.py"),
+                f"--input_files={start / 'data.tfrecord'}", f"--output_dir={output_dir}",
+                "--preset=tiny", f"--vocab_file={start / 'vocab.txt'}", "--max_seq_length=32",
+                "--max_predictions_per_seq=5", "--train_batch_size=8",
+                f"--num_train_steps={steps}", "--num_warmup_steps=10", "--learning_rate=5e-4",
+                "--steps_per_execution=5", "--save_checkpoints_steps=20",
+                "--keep_checkpoint_max=2", "--dtype=float32"]
+
+    def run(output_dir):
+        process = subprocess.run(command(output_dir), capture_output=True, text=True, env=env,
+                                 timeout=600)
+        assert process.returncode == 0, process.stderr[-4000:]
+        return process
+
+    run(tmp_path / "uninterrupted")
+    killed_dir = tmp_path / "killed"
+    process = subprocess.Popen(command(killed_dir), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, env=env)
+    deadline = time.time() + 300
+    while (not keras_checkpoints(str(killed_dir)) and process.poll() is None
+           and time.time() < deadline):
+        time.sleep(0.01)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert process.returncode == -signal.SIGKILL
+    killed_at = keras_checkpoints(str(killed_dir))
+    assert killed_at, "no checkpoint was written before the kill"
+    assert not (killed_dir / "model.safetensors").exists(), "the run finished before it was killed"
+    assert killed_at[-1][0] < steps
+
+    resumed = run(killed_dir)
+    assert "resumed from" in resumed.stderr and f"step={steps}" in resumed.stdout
+    difference = _largest_difference(str(tmp_path / "uninterrupted"), str(killed_dir))
+    print(f"\nkilled at step {killed_at[-1][0]}; resumed weights differ by at most "
+          f"{difference:.2e}")
+    assert difference <= 1e-5
+    initial = model_dir.read_weights(str(tmp_path / "uninterrupted"))
+    assert len(initial) > 30
+    # keep_checkpoint_max=2: the last two checkpoints, the final step's among them.
+    assert [step for step, _ in keras_checkpoints(str(killed_dir))] == [steps - 20, steps]
