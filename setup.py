@@ -36,6 +36,9 @@ setup(
         # JAX on the CPU: the suite compares fine-tuning on the Keras JAX backend with TensorFlow.
         "test": ["pytest", "nbclient", "nbformat", "ipykernel", "jax[cpu]"],
         "tfds": ["tensorflow-datasets"],
+        # Training on the Keras JAX backend (KERAS_BACKEND=jax): JAX for the CPU here; on a TPU
+        # or GPU install JAX's build for it ("jax[tpu]", "jax[cuda12]"; Colab's TPU runtime has it).
+        "jax": ["jax"],
         # The peers of benchmarks/ (keras-hub goes in separately with --no-deps, see
         # benchmarks/requirements.txt, so that it cannot replace keras or tensorflow).
         "bench": ["torch==2.13.0", "transformers", "tokenizers", "onnxruntime", "onnx"],

@@ -145,6 +145,39 @@ def accelerator(strategy=None):
     return "CPU", strategy.num_replicas_in_sync if strategy is not None else 1
 
 
+def keras_data_parallel(batch_sizes):
+    """On a Keras backend other than TensorFlow with several local devices (the chips of a
+    TPU v5e-8, the GPUs of a machine): `keras.distribution.DataParallel` over all of them, each
+    batch split among the devices; None on TensorFlow (its strategies do this) and on one
+    device. `batch_sizes` is {flag name: global batch size}; each must divide among the
+    devices, or the error names the flag.
+
+    >>> keras_data_parallel({"train_batch_size": 32}) is None  # TensorFlow, or one device
+    True
+    """
+    import keras
+
+    if keras.backend.backend() == "tensorflow":
+        return None
+    devices = keras.distribution.list_devices()
+    if len(devices) < 2:
+        return None
+    for flag, size in batch_sizes.items():
+        if size % len(devices):
+            raise StrategyError(f"--{flag}={size} must be a multiple of the {len(devices)} "
+                                f"devices it is split over ({devices[0]}, ...)")
+    logging.info("data parallel over %d devices: %s", len(devices), ", ".join(devices))
+    return keras.distribution.DataParallel(devices=devices)
+
+
+def keras_scope(data_parallel):
+    """The scope in which to build, train and predict: `data_parallel`'s (from
+    `keras_data_parallel`), or none."""
+    import contextlib
+
+    return contextlib.nullcontext() if data_parallel is None else data_parallel.scope()
+
+
 def resolve_strategy(name="auto", tpu=None, devices=None):
     """Builds the `tf.distribute.Strategy` for `--strategy` (see the module docstring).
 
@@ -236,6 +269,6 @@ def tpu_option():
     return option(None, "TPU address for TPUClusterResolver ('local' on a TPU VM or Colab).")
 
 
-__all__ = ["strategy_option", "tpu_option", "STRATEGY_NAMES", "StrategyError", "accelerator", "resolve_strategy", "choose_strategy_kind",
+__all__ = ["strategy_option", "tpu_option", "STRATEGY_NAMES", "StrategyError", "accelerator", "keras_data_parallel", "keras_scope", "resolve_strategy", "choose_strategy_kind",
            "split_cpu", "tpu_is_likely_reachable", "tf_config_cluster_size", "is_tpu_strategy",
            "is_chief", "task_id"]

@@ -282,10 +282,15 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
     if not hasattr(strategy, "scope"):
         strategy = distribution.resolve_strategy(strategy or "auto")
     replicas = strategy.num_replicas_in_sync
+    # On JAX with several devices: data parallel with keras.distribution (None elsewhere).
+    data_parallel = distribution.keras_data_parallel(
+        {"train_batch_size": opts.train_batch_size, "eval_batch_size": opts.eval_batch_size})
+    if data_parallel is not None:
+        replicas = len(data_parallel.device_mesh.devices.flatten())
     if jit_compile is None:
         jit_compile = _default_jit_compile()
-    # TPUs need static shapes: whole batches only.
-    full_batches = distribution.is_tpu_strategy(strategy)
+    # TPUs need static shapes, a batch split among devices whole batches: whole batches only.
+    full_batches = distribution.is_tpu_strategy(strategy) or data_parallel is not None
     steps_per_epoch = 0
     if train is not None:
         steps_per_epoch = (train.num_rows // opts.train_batch_size if full_batches
@@ -299,7 +304,7 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
     write_dir = output_dir if distribution.is_chief(strategy) else tempfile.mkdtemp()
 
     config = model_dir_lib.read_config(init_model_dir)
-    with strategy.scope():
+    with strategy.scope(), distribution.keras_scope(data_parallel):
         model = task.build_model(build_encoder(config, dtype=dtype), dtype=dtype)
         _load_weights(model, init_model_dir)
         optimizer = create_finetuning_optimizer(model, opts.learning_rate, num_train_steps,
@@ -325,15 +330,17 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
         all_callbacks += list(callbacks or [])
         dataset = make_dataset(train, opts.train_batch_size, training=True, seed=seed,
                                drop_remainder=full_batches)
-        history = model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch,
-                            callbacks=all_callbacks, verbose=verbose, shuffle=False).history
+        with distribution.keras_scope(data_parallel):
+            history = model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch,
+                                callbacks=all_callbacks, verbose=verbose, shuffle=False).history
         if not np.all(np.isfinite(history.get("loss", [0.0]))):
             raise FloatingPointError(f"training loss became {history['loss'][-1]}; lower "
                                      "learning_rate")
 
     metrics = {}
     for split, data in evaluations.items():
-        outputs = predict(model, data.inputs, opts.eval_batch_size)
+        with distribution.keras_scope(data_parallel):
+            outputs = predict(model, data.inputs, opts.eval_batch_size)
         split_metrics = task.evaluate(data, outputs, split, write_dir)
         if split_metrics is not None:
             metrics[split] = split_metrics

@@ -4,7 +4,7 @@ import dataclasses
 import json
 import os
 
-from bert_keras.common.files import describe_changes, write_text_atomic
+from bert_keras.common.files import describe_changes, remove_entries, write_text_atomic
 from bert_keras.finetuning.task_models import POOLING_DESCRIPTIONS
 from bert_keras.main_job import stages as stages_lib
 from bert_keras.main_job.demo import demo_stage

@@ -43,7 +43,7 @@ import numpy as np
 from absl import logging
 from keras import ops
 
-from bert_keras import optimization, precision
+from bert_keras import distribution, optimization, precision
 from bert_keras.common.files import atomic_path, write_json_atomic, write_text_atomic
 from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
 from bert_keras.modeldir import model_dir as model_dir_lib
@@ -238,32 +238,30 @@ def _resolve_precision(options):
     _check_supported(options)
 
 
-def _data_parallel(batch_size, flag):
-    """`keras.distribution.DataParallel` over all local devices when there are several (the
-    batch must divide among them); None on one device."""
-    devices = keras.distribution.list_devices()
-    if len(devices) < 2:
-        return None
-    if batch_size % len(devices):
-        raise PretrainingError(f"--{flag}={batch_size} must be a multiple of the {len(devices)} "
-                               f"devices it is split over ({devices[0]}, ...)")
-    logging.info("data parallel over %d devices: %s", len(devices), ", ".join(devices))
-    return keras.distribution.DataParallel(devices=devices)
-
-
-def _in_scope(distribution, function):
-    if distribution is None:
-        return function()
-    with distribution.scope():
-        return function()
-
-
 def _build_trainer(options, setup):
     keras.utils.set_random_seed(options.seed)
     model = build_pretraining_model(
         setup.config, causal=options.left_to_right, next_sentence=options.uses_next_sentence,
         dtype=None if options.mixed_precision == "float32" else options.mixed_precision)
     return PretrainingTrainer(model), pretraining_weight_map(model)
+
+
+def compile_trainer(options, setup):
+    """(a `PretrainingTrainer` compiled with the run's optimizer and built for it, its
+    {original name: variable}) for `options` and a `resolve_model_setup` result."""
+    trainer, variable_map = _build_trainer(options, setup)
+    optimizer = optimization.create_optimizer(
+        variable_map, options.learning_rate, options.num_train_steps, options.num_warmup_steps,
+        optimizer=options.optimizer, weight_decay=options.weight_decay,
+        epsilon=options.adam_epsilon, clip_norm=options.clip_norm,
+        mixed_precision=options.mixed_precision, bias_correction=options.adam_bias_correction,
+        build=False)
+    optimizer.summed_gradients = False  # fit's gradients
+    if options.gradient_accumulation_steps > 1:
+        optimizer.gradient_accumulation_steps = options.gradient_accumulation_steps
+    trainer.compile(optimizer=optimizer, steps_per_execution=options.steps_per_execution)
+    optimizer.build(trainer.trainable_variables)  # fit's order of variables
+    return trainer, variable_map
 
 
 def train(options):
@@ -283,8 +281,9 @@ def train(options):
         raise PretrainingError(f"--train_batch_size={options.train_batch_size} must be a multiple "
                                f"of --gradient_accumulation_steps={accumulation}")
     micro_batch_size = options.train_batch_size // accumulation
-    distribution = _data_parallel(micro_batch_size, "train_batch_size / gradient_accumulation_steps"
-                                  if accumulation > 1 else "train_batch_size")
+    data_parallel = distribution.keras_data_parallel(
+        {"train_batch_size / gradient_accumulation_steps" if accumulation > 1
+         else "train_batch_size": micro_batch_size})
     setup = output_dir_lib.resolve_model_setup(options)
     if options.max_seq_length > setup.config.max_position_embeddings:
         raise PretrainingError(f"max_seq_length {options.max_seq_length} exceeds the config's "
@@ -292,22 +291,8 @@ def train(options):
     latest = output_dir_lib.check_output_dir(options, setup.config, backend)
     files, kind = pretraining_input.prepare_records(options)
 
-    def build():
-        trainer, variable_map = _build_trainer(options, setup)
-        optimizer = optimization.create_optimizer(
-            variable_map, options.learning_rate, options.num_train_steps,
-            options.num_warmup_steps, optimizer=options.optimizer,
-            weight_decay=options.weight_decay, epsilon=options.adam_epsilon,
-            clip_norm=options.clip_norm, mixed_precision=options.mixed_precision,
-            bias_correction=options.adam_bias_correction, build=False)
-        optimizer.summed_gradients = False  # fit's gradients
-        if accumulation > 1:
-            optimizer.gradient_accumulation_steps = accumulation
-        trainer.compile(optimizer=optimizer, steps_per_execution=options.steps_per_execution)
-        optimizer.build(trainer.trainable_variables)  # fit's order of variables
-        return trainer, variable_map
-
-    trainer, variable_map = _in_scope(distribution, build)
+    with distribution.keras_scope(data_parallel):
+        trainer, variable_map = compile_trainer(options, setup)
     if latest:
         restore_checkpoint(trainer, latest)
         logging.info("resumed from %s at step %d", latest, int(trainer.optimizer.iterations))
@@ -343,10 +328,11 @@ def train(options):
     checkpoints = _Checkpoints(options, start, accumulation)
     tty = sys.stdout.isatty() or "ipykernel" in sys.modules
     began = time.time()
-    history = _in_scope(distribution, lambda: trainer.fit(
-        ((batch,) for batch in stream), epochs=1, shuffle=False,
-        steps_per_epoch=(total - start) * accumulation, callbacks=[checkpoints],
-        verbose=1 if options.verbose and tty else 0))
+    with distribution.keras_scope(data_parallel):
+        history = trainer.fit(
+            ((batch,) for batch in stream), epochs=1, shuffle=False,
+            steps_per_epoch=(total - start) * accumulation, callbacks=[checkpoints],
+            verbose=1 if options.verbose and tty else 0)
     elapsed = max(time.time() - began, 1e-9)
     output_dir_lib.write_model_files(options, setup, variable_map)
     logging.info("wrote the model directory %s", options.output_dir)
@@ -357,10 +343,11 @@ def train(options):
     return metrics
 
 
-def _trainer_for_inference(options, setup, distribution):
+def _trainer_for_inference(options, setup, data_parallel):
     """A trainer with the weights of the latest checkpoint, the output model or init_model_dir,
     and where they came from (as `run._state_for_inference`)."""
-    trainer, variable_map = _in_scope(distribution, lambda: _build_trainer(options, setup))
+    with distribution.keras_scope(data_parallel):
+        trainer, variable_map = _build_trainer(options, setup)
     latest, record = output_dir_lib.latest_checkpoint(options.output_dir, keras.backend.backend())
     output_dir_lib.check_checkpoint_config(latest, record, setup.config)
     weights_path = os.path.join(options.output_dir, model_dir_lib.WEIGHTS_NAME)
@@ -385,12 +372,12 @@ def evaluate(options):
     _resolve_precision(options)
     setup = output_dir_lib.resolve_model_setup(options)
     files, kind = pretraining_input.prepare_records(options)
-    distribution = _data_parallel(options.eval_batch_size, "eval_batch_size")
-    trainer, _, source = _trainer_for_inference(options, setup, distribution)
+    data_parallel = distribution.keras_data_parallel({"eval_batch_size": options.eval_batch_size})
+    trainer, _, source = _trainer_for_inference(options, setup, data_parallel)
     dataset = pretraining_input.make_dataset_fn(
         files, kind, options.max_seq_length, options.max_predictions_per_seq,
         options.eval_batch_size, targets=pretraining_input.target_options(options, setup.vocab),
-        shuffle=False, repeat=False, seed=options.seed, drop_remainder=distribution is not None,
+        shuffle=False, repeat=False, seed=options.seed, drop_remainder=data_parallel is not None,
         skip_corrupt_records=options.skip_corrupt_records)(None)
     if options.max_eval_steps:
         dataset = dataset.take(options.max_eval_steps)
@@ -399,7 +386,8 @@ def evaluate(options):
     summing = PretrainingSums(trainer)
     try:
         for batch in dataset.as_numpy_iterator():
-            sums = _in_scope(distribution, lambda: summing.predict_on_batch(batch))
+            with distribution.keras_scope(data_parallel):
+                sums = summing.predict_on_batch(batch)
             for name, value in sums.items():
                 totals[name] = totals.get(name, 0.0) + float(np.sum(value))
             batches += 1
@@ -445,5 +433,5 @@ def run(options):
     return modes[options.mode](options)
 
 
-__all__ = ["PretrainingTrainer", "PretrainingSums", "pretraining_loss", "save_checkpoint", "restore_checkpoint",
+__all__ = ["PretrainingTrainer", "PretrainingSums", "compile_trainer", "pretraining_loss", "save_checkpoint", "restore_checkpoint",
            "train", "evaluate", "export_model_dir", "run"]

@@ -153,3 +153,47 @@ def _initial_weights(root):
     from bert_keras.modeldir import model_dir
 
     return model_dir.read_weights(str(root / "model"))
+
+
+_RUN_CHILD = textwrap.dedent('''
+    import json, sys
+    import keras
+    from bert_keras.finetuning import run_finetuning
+
+    root, output = sys.argv[1], sys.argv[2]
+    result = run_finetuning("glue/sst2", root, f"{root}/model", output, learning_rate=3e-3,
+                            train_batch_size=8, eval_batch_size=8, num_train_epochs=2,
+                            max_seq_length=12, dropout_rate=0.0, seed=7, verbose=0)
+    with open(output + ".json", "w") as f:
+        json.dump({"devices": len(keras.distribution.list_devices()),
+                   "replicas": result.results["train"]["replicas"],
+                   "metrics": result.metrics, "loss": result.results["train"]["loss_per_epoch"]}, f)
+''')
+
+
+def test_fine_tuning_on_two_jax_devices_takes_the_steps_of_one(task_dir):
+    """`run_finetuning` on JAX with two XLA host devices (`keras.distribution.DataParallel`,
+    each batch split between them) against one device: the same fine-tuned weights within
+    1e-4, the same dev accuracy."""
+    from bert_keras.modeldir import model_dir
+
+    runs = {}
+    for devices in (1, 2):
+        output = str(task_dir / f"finetuned_on_{devices}")
+        env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2",
+                   CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu",
+                   XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+        process = subprocess.run([sys.executable, "-c", _RUN_CHILD, str(task_dir), output],
+                                 env=env, capture_output=True, text=True, timeout=600)
+        assert process.returncode == 0, process.stderr[-6000:]
+        with open(output + ".json", encoding="utf-8") as f:
+            runs[devices] = (output, json.load(f))
+    (one_dir, one), (two_dir, two) = runs[1], runs[2]
+    assert (one["devices"], two["devices"], two["replicas"]) == (1, 2, 2)
+    ours, theirs = model_dir.read_weights(one_dir), model_dir.read_weights(two_dir)
+    initial = _initial_weights(task_dir)
+    assert sorted(ours) == sorted(theirs)
+    assert max(float(np.abs(ours[name] - theirs[name]).max()) for name in ours) <= 1e-4
+    assert max(float(np.abs(ours[name] - initial[name]).max()) for name in initial) > 1e-3
+    assert one["metrics"]["dev"]["accuracy"] == two["metrics"]["dev"]["accuracy"]
+    assert abs(one["loss"][-1] - two["loss"][-1]) <= 1e-4

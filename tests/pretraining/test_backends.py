@@ -114,6 +114,16 @@ def test_pretraining_takes_the_same_steps_on_jax_and_tensorflow(start):
     assert model_dir.read_do_lower_case(jax_dir) is True
 
 
+@pytest.mark.parametrize("optimizer", [{"optimizer": "lamb"}, {"adam_bias_correction": False}],
+                         ids=["lamb", "adamw_without_bias_correction"])
+def test_the_other_optimizer_rules_take_the_same_steps_on_jax(start, optimizer):
+    name = "_".join(f"{key}_{value}" for key, value in optimizer.items())
+    tf_dir, _ = _pretrain(start, "tensorflow", f"{name}_tf", **optimizer)
+    jax_dir, _ = _pretrain(start, "jax", f"{name}_jax", **optimizer)
+    assert _largest_difference(tf_dir, jax_dir) <= 1e-4
+    assert _largest_difference(jax_dir, str(start / "init")) > 1e-3
+
+
 def test_gradient_accumulation_takes_the_same_steps_on_jax_and_tensorflow(start):
     """Keras' accumulation on JAX (micro-batches of 4, gradients averaged, the schedule counting
     updates) against the TensorFlow trainer's (the batch of 8 in two slices): every record has
@@ -228,3 +238,55 @@ def test_a_jax_run_killed_after_a_checkpoint_resumes_to_the_same_weights(start, 
     assert len(initial) > 30
     # keep_checkpoint_max=2: the last two checkpoints, the final step's among them.
     assert [step for step, _ in keras_checkpoints(str(killed_dir))] == [steps - 20, steps]
+
+
+_JAXPR_CHILD = textwrap.dedent('''
+    import json, sys
+    import jax
+    from bert_keras.pretraining import inputs, keras_fit
+    from bert_keras.pretraining.output_dir import resolve_model_setup
+    from bert_keras.pretraining.run import PretrainingOptions
+
+    records, init = sys.argv[1:3]
+    options = PretrainingOptions(input_files=records, output_dir="unused", init_model_dir=init,
+                                 train_batch_size=8, num_train_steps=6, num_warmup_steps=2,
+                                 max_seq_length=32, max_predictions_per_seq=5,
+                                 mixed_precision="float32", gradient_accumulation_steps=2)
+    setup = resolve_model_setup(options)
+    trainer, _ = keras_fit.compile_trainer(options, setup)
+    files, kind = inputs.prepare_records(options)
+    batch = next(inputs.make_dataset_fn(files, kind, 32, 5, 4, targets=inputs.target_options(
+        options, setup.vocab), seed=1)(None).as_numpy_iterator())
+    trainer(batch)  # builds it, as fit does before its first step
+    state = tuple([v.value for v in variables] for variables in (
+        trainer.trainable_variables, trainer.non_trainable_variables,
+        trainer.optimizer.variables, trainer.metrics_variables))
+
+    def primitives(jaxpr):
+        for equation in jaxpr.eqns:
+            yield equation.primitive.name
+            for value in equation.params.values():
+                for inner in (value if isinstance(value, (list, tuple)) else [value]):
+                    inner = getattr(inner, "jaxpr", inner)
+                    if hasattr(inner, "eqns"):
+                        yield from primitives(inner)
+
+    traced = jax.make_jaxpr(trainer.train_step)(state, (batch,))
+    jax.jit(trainer.train_step).lower(state, (batch,)).compile()
+    print(json.dumps(sorted(set(primitives(traced.jaxpr)))))
+''')
+
+
+def test_the_jax_training_step_is_one_xla_program_without_host_calls(start):
+    """Item 4 of the backend work: the step `fit` runs on JAX (forward, loss, backward, AdamW
+    with accumulation and clipping) traces with static shapes into one jaxpr that `jax.jit`
+    compiles, with no host callback in it (nothing leaves the device mid-step)."""
+    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2",
+               CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu")
+    process = subprocess.run([sys.executable, "-c", _JAXPR_CHILD, str(start / "data.tfrecord"),
+                              str(start / "init")], env=env, capture_output=True, text=True,
+                             timeout=600)
+    assert process.returncode == 0, process.stderr[-6000:]
+    names = json.loads(process.stdout.strip().splitlines()[-1])
+    assert {"dot_general", "cond"} <= set(names), names  # matmuls; accumulation's update step
+    assert not [name for name in names if "callback" in name], names
