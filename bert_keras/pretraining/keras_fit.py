@@ -44,7 +44,7 @@ from absl import logging
 from keras import ops
 
 from bert_keras import distribution, optimization, precision
-from bert_keras.common.files import atomic_path, write_json_atomic, write_text_atomic
+from bert_keras.common.files import atomic_path, write_text_atomic
 from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
 from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.pretraining import inputs as pretraining_input
@@ -285,9 +285,7 @@ def train(options):
         {"train_batch_size / gradient_accumulation_steps" if accumulation > 1
          else "train_batch_size": micro_batch_size})
     setup = output_dir_lib.resolve_model_setup(options)
-    if options.max_seq_length > setup.config.max_position_embeddings:
-        raise PretrainingError(f"max_seq_length {options.max_seq_length} exceeds the config's "
-                               f"max_position_embeddings {setup.config.max_position_embeddings}")
+    output_dir_lib.check_sequence_length(options, setup.config)
     latest = output_dir_lib.check_output_dir(options, setup.config, backend)
     files, kind = pretraining_input.prepare_records(options)
 
@@ -300,13 +298,7 @@ def train(options):
         assign_initial_weights(variable_map, setup.init_weights,
                                f"{options.init_model_dir}/{model_dir_lib.WEIGHTS_NAME}")
         logging.info("initialized from %s", options.init_model_dir)
-    output_dir_lib.write_model_files(options, setup)
-    os.makedirs(os.path.join(options.output_dir, output_dir_lib.CHECKPOINTS_DIR), exist_ok=True)
-    write_json_atomic(os.path.join(options.output_dir, output_dir_lib.CHECKPOINTS_DIR,
-                                   output_dir_lib.RUN_FILE),
-                      output_dir_lib.run_record(options, setup.config), sort_keys=True, default=str)
-    write_json_atomic(os.path.join(options.output_dir, model_dir_lib.PRETRAINING_OPTIONS_NAME),
-                      options.to_json_dict())
+    output_dir_lib.write_run_files(options, setup)
 
     start, total = int(trainer.optimizer.iterations), options.num_train_steps
     if start >= total:
@@ -348,21 +340,12 @@ def _trainer_for_inference(options, setup, data_parallel):
     and where they came from (as `run._state_for_inference`)."""
     with distribution.keras_scope(data_parallel):
         trainer, variable_map = _build_trainer(options, setup)
-    latest, record = output_dir_lib.latest_checkpoint(options.output_dir, keras.backend.backend())
-    output_dir_lib.check_checkpoint_config(latest, record, setup.config)
-    weights_path = os.path.join(options.output_dir, model_dir_lib.WEIGHTS_NAME)
-    if latest:
-        restore_checkpoint(trainer, latest, groups=("model",))  # the optimizer is not needed
-        return trainer, variable_map, latest
-    if os.path.exists(weights_path):
-        assign_initial_weights(variable_map, model_dir_lib.read_weights(options.output_dir),
-                               weights_path)
-        return trainer, variable_map, weights_path
-    if setup.init_weights is not None:
-        assign_initial_weights(variable_map, setup.init_weights, options.init_model_dir)
-        return trainer, variable_map, options.init_model_dir
-    raise PretrainingError(f"nothing to evaluate: {options.output_dir} holds no checkpoint or "
-                           "model and no init_model_dir was given")
+    source, arrays = output_dir_lib.inference_weights(options, setup, keras.backend.backend())
+    if arrays is None:
+        restore_checkpoint(trainer, source, groups=("model",))  # the optimizer is not needed
+    else:
+        assign_initial_weights(variable_map, arrays, source)
+    return trainer, variable_map, source
 
 
 def evaluate(options):

@@ -11,9 +11,9 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from bert_keras.common.files import describe_changes, remove_entries
+from bert_keras.common.files import describe_changes, remove_entries, write_json_atomic
 from bert_keras.model import checkpoint_names
-from bert_keras.model.config import BertConfig
+from bert_keras.model.config import BertConfig, ConfigError
 from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.pretraining.options import PretrainingError
 from bert_keras.text.vocab import Vocabulary
@@ -102,6 +102,44 @@ def write_model_files(options, setup, variable_map=None):
     weights = None if variable_map is None else checkpoint_names.collect_weights(variable_map)
     model_dir_lib.write_model_dir(options.output_dir, setup.config, setup.vocab,
                                   setup.do_lower_case, weights)
+
+
+def check_sequence_length(options, config):
+    """Refuses records longer than the model's position embeddings."""
+    if options.max_seq_length > config.max_position_embeddings:
+        raise ConfigError(f"max_seq_length {options.max_seq_length} exceeds the config's "
+                          f"max_position_embeddings {config.max_position_embeddings}")
+
+
+def write_run_files(options, setup):
+    """What a training run writes before its first step: the model directory's config and
+    vocabulary, `checkpoints/run.json` (what a rerun must share to resume) and
+    `pretraining_options.json`."""
+    write_model_files(options, setup)
+    checkpoints = os.path.join(options.output_dir, CHECKPOINTS_DIR)
+    os.makedirs(checkpoints, exist_ok=True)
+    write_json_atomic(os.path.join(checkpoints, RUN_FILE), run_record(options, setup.config),
+                      sort_keys=True, default=str)
+    write_json_atomic(os.path.join(options.output_dir, model_dir_lib.PRETRAINING_OPTIONS_NAME),
+                      options.to_json_dict(), sort_keys=True, default=str)
+
+
+def inference_weights(options, setup, backend="tensorflow"):
+    """Where evaluation and export take the weights from, in this order: the latest checkpoint
+    of `backend`'s trainer in `output_dir`, its model directory, `init_model_dir`. Returns
+    (source, None) for a checkpoint, whose restoring is the trainer's, or (source,
+    {original name: array})."""
+    latest, record = latest_checkpoint(options.output_dir, backend)
+    check_checkpoint_config(latest, record, setup.config)
+    if latest:
+        return latest, None
+    weights_path = os.path.join(options.output_dir, model_dir_lib.WEIGHTS_NAME)
+    if tf.io.gfile.exists(weights_path):
+        return weights_path, model_dir_lib.read_weights(options.output_dir)
+    if setup.init_weights is not None:
+        return options.init_model_dir, setup.init_weights
+    raise PretrainingError(f"nothing to evaluate: {options.output_dir} holds no checkpoint or "
+                           "model and no init_model_dir was given")
 
 
 def remove_earlier_run(output_dir):
@@ -237,6 +275,7 @@ def _describe_difference(name, old, new):
 
 
 __all__ = ["CHECKPOINTS_DIR", "RUN_FILE", "EVAL_RESULTS_FILE", "RUN_OUTPUTS", "write_model_files",
+           "check_sequence_length", "write_run_files", "inference_weights",
            "remove_earlier_run", "resolve_model_setup", "check_output_dir", "run_record",
            "latest_checkpoint", "keras_checkpoint_path", "keras_checkpoints", "KERAS_CHECKPOINT_SUFFIX",
            "check_checkpoint_config"]

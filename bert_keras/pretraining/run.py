@@ -43,23 +43,20 @@ import tensorflow as tf
 from absl import logging
 
 from bert_keras import distribution, optimization
-from bert_keras.common.files import write_json_atomic, write_text_atomic
-from bert_keras.data.records import RecordsError
-from bert_keras.model.config import ConfigError
+from bert_keras.common.files import write_text_atomic
 from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.pretraining import inputs as pretraining_input
 from bert_keras.pretraining.losses import SUM_NAMES, metrics_from_sums
 from bert_keras.pretraining.options import (MODES, NonFiniteLossError, PretrainingError,
                                             PretrainingOptions)
-from bert_keras.pretraining.output_dir import (CHECKPOINTS_DIR, EVAL_RESULTS_FILE, RUN_FILE,
-                                               check_checkpoint_config, check_output_dir,
-                                               latest_checkpoint, remove_earlier_run,
-                                               resolve_model_setup, run_record,
-                                               write_model_files)
+from bert_keras.pretraining.output_dir import (CHECKPOINTS_DIR, EVAL_RESULTS_FILE,
+                                               check_output_dir, check_sequence_length,
+                                               inference_weights, remove_earlier_run,
+                                               resolve_model_setup, write_model_files,
+                                               write_run_files)
 from bert_keras.pretraining.step import (TrainingState, assign_initial_weights, build_training_state,
                                          make_eval_function, make_train_function)
 
-OPTIONS_FILE = model_dir_lib.PRETRAINING_OPTIONS_NAME
 
 
 # ------------------------------------------------------------------------------------- input
@@ -72,10 +69,6 @@ def _check_batch(options, strategy):
 
 
 # -------------------------------------------------------------------------------------- train
-def _write_json(path, values):
-    write_json_atomic(path, values, sort_keys=True, default=str)
-
-
 def _summary_writer(options, strategy, name):
     if not distribution.is_chief(strategy):
         return tf.summary.create_noop_writer()
@@ -132,9 +125,7 @@ def train(options, strategy=None):
     _resolve_precision(options, strategy)
     _check_batch(options, strategy)
     setup = resolve_model_setup(options)
-    if options.max_seq_length > setup.config.max_position_embeddings:
-        raise ConfigError(f"max_seq_length {options.max_seq_length} exceeds the config's "
-                          f"max_position_embeddings {setup.config.max_position_embeddings}")
+    check_sequence_length(options, setup.config)
     latest = check_output_dir(options, setup.config)
     files, kind = pretraining_input.prepare_records(options)
 
@@ -149,11 +140,7 @@ def train(options, strategy=None):
                                f"{options.init_model_dir}/{model_dir_lib.WEIGHTS_NAME}")
         logging.info("initialized from %s", options.init_model_dir)
     if chief:
-        write_model_files(options, setup)
-        os.makedirs(os.path.join(options.output_dir, CHECKPOINTS_DIR), exist_ok=True)
-        _write_json(os.path.join(options.output_dir, CHECKPOINTS_DIR, RUN_FILE),
-                    run_record(options, setup.config))
-        _write_json(os.path.join(options.output_dir, OPTIONS_FILE), options.to_json_dict())
+        write_run_files(options, setup)
     manager = _checkpoint_manager(options, state)
 
     start = int(state.step.numpy())
@@ -258,21 +245,11 @@ def _log_train(writer, step, metrics):
 def _state_for_inference(options, strategy, setup):
     """A built state whose weights come from the latest checkpoint, the output model or init dir."""
     state = build_training_state(setup.config, strategy, options, with_optimizer=False)
-    latest, record = latest_checkpoint(options.output_dir)
-    check_checkpoint_config(latest, record, setup.config)
-    weights_path = os.path.join(options.output_dir, model_dir_lib.WEIGHTS_NAME)
-    if latest:
-        state.checkpoint.restore(latest).expect_partial()  # the optimizer is not needed here
-        source = latest
-    elif tf.io.gfile.exists(weights_path):
-        assign_initial_weights(state.variable_map, model_dir_lib.read_weights(options.output_dir), weights_path)
-        source = weights_path
-    elif setup.init_weights is not None:
-        assign_initial_weights(state.variable_map, setup.init_weights, options.init_model_dir)
-        source = options.init_model_dir
+    source, arrays = inference_weights(options, setup)
+    if arrays is None:
+        state.checkpoint.restore(source).expect_partial()  # the optimizer is not needed here
     else:
-        raise PretrainingError(f"nothing to evaluate: {options.output_dir} holds no checkpoint or model "
-                               "and no init_model_dir was given")
+        assign_initial_weights(state.variable_map, arrays, source)
     return state, source
 
 
