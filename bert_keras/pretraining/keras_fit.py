@@ -382,9 +382,7 @@ def evaluate(options):
         raise
     results = losses.metrics_from_sums({name: totals.get(name, 0.0)
                                         for name in losses.SUM_NAMES})
-    step = 0
-    if source.endswith(output_dir_lib.KERAS_CHECKPOINT_SUFFIX):
-        step = int(os.path.basename(source)[len("ckpt-"):-len(output_dir_lib.KERAS_CHECKPOINT_SUFFIX)])
+    step = output_dir_lib.keras_checkpoint_step(source) or 0  # 0: a model directory's weights
     results.update(examples=int(totals.get("examples", 0)), batches=batches, global_step=step)
     lines = [f"{name} = {value}" for name, value in sorted(results.items())]
     lines.append(f"weights = {source}")

@@ -247,10 +247,23 @@ def keras_checkpoints(output_dir):
     directory = os.path.join(output_dir, CHECKPOINTS_DIR)
     found = []
     for name in tf.io.gfile.listdir(directory) if tf.io.gfile.isdir(directory) else ():
-        stem = name[len("ckpt-"):-len(KERAS_CHECKPOINT_SUFFIX)]
-        if name.startswith("ckpt-") and name.endswith(KERAS_CHECKPOINT_SUFFIX) and stem.isdigit():
-            found.append((int(stem), os.path.join(directory, name)))
+        step = keras_checkpoint_step(name)
+        if step is not None:
+            found.append((step, os.path.join(directory, name)))
     return sorted(found)
+
+
+def keras_checkpoint_step(path):
+    """The step of a `keras_checkpoint_path`, or None for any other file.
+
+    >>> keras_checkpoint_step("out/checkpoints/ckpt-200.npz"), keras_checkpoint_step("ckpt-1.index")
+    (200, None)
+    """
+    name = os.path.basename(path)
+    stem = name[len("ckpt-"):-len(KERAS_CHECKPOINT_SUFFIX)]
+    if name.startswith("ckpt-") and name.endswith(KERAS_CHECKPOINT_SUFFIX) and stem.isdigit():
+        return int(stem)
+    return None
 
 
 def check_checkpoint_config(latest, record, config):
@@ -277,5 +290,5 @@ def _describe_difference(name, old, new):
 __all__ = ["CHECKPOINTS_DIR", "RUN_FILE", "EVAL_RESULTS_FILE", "RUN_OUTPUTS", "write_model_files",
            "check_sequence_length", "write_run_files", "inference_weights",
            "remove_earlier_run", "resolve_model_setup", "check_output_dir", "run_record",
-           "latest_checkpoint", "keras_checkpoint_path", "keras_checkpoints", "KERAS_CHECKPOINT_SUFFIX",
+           "latest_checkpoint", "keras_checkpoint_path", "keras_checkpoints", "keras_checkpoint_step", "KERAS_CHECKPOINT_SUFFIX",
            "check_checkpoint_config"]
