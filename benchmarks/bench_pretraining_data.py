@@ -4,7 +4,9 @@ Corpus: WikiText-2 valid + test (2.3 MB, 120 articles), split into sentences by
 `bert_keras.text.sentence_splitting` and written in the original format (one sentence per line, a
 blank line between articles), repeated 1x, 16x and 64x. Settings of both tools: the uncased
 30,522-token BERT vocabulary, max_seq_length 128, max_predictions_per_seq 20, masked_lm_prob
-0.15, dupe_factor 5, random_seed 12345.
+0.15, dupe_factor 5, random_seed 12345. The repeated corpus flatters any tokenizer that
+remembers what it has seen (ours remembers each distinct whitespace-free chunk), so both tools
+also run on the 28 public-domain books of `--books_dir` (14.4 MB of distinct text).
 
 The original is google-research/bert's `create_pretraining_data.py` as packaged on PyPI; it is
 TF1 code, run here under a three-line shim that maps `tensorflow` to `tensorflow.compat.v1`.
@@ -23,7 +25,7 @@ the whole process on the original's 33-line sample. The marginal rate between th
 corpora of each tool (start-up cancels out of it) is reported too, as what a very large corpus
 approaches. Runs whose instance counts differ by more than 4% are not compared. Peak memory is
 the largest sum of the proportional set sizes (Pss) of the tool's process tree, sampled every
-20 ms.
+100 ms (sampling a process tree with many threads every 20 ms took half a core from the tools).
 
 See docs/pretraining_data.md for what the memory figures mean.
 """
@@ -86,6 +88,22 @@ def write_corpus(wikitext_dir, scale, directory):
     return path
 
 
+def write_books_corpus(books_dir, directory):
+    """The bundled-size books of `books_dir` (distinct text, unlike the repeated WikiText),
+    sentence-split, one document per book chapter run, in the original format."""
+    path = os.path.join(directory, "books.txt")
+    if os.path.exists(path):
+        return path
+    files = sorted(glob.glob(os.path.join(books_dir, "*.txt")))
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        for document in iter_documents(files, "paragraphs"):
+            for paragraph in document:
+                f.writelines(s + "\n" for s in split_sentences(paragraph))
+            f.write("\n")
+    os.replace(path + ".tmp", path)
+    return path
+
+
 def _tree_rss_kib(pid):
     """Memory of `pid` and all its descendants, from /proc: the sum of their proportional set
     sizes (Pss), so that pages a freshly forked child still shares with its parent count once."""
@@ -118,7 +136,7 @@ def run_measured(command):
     def sample():
         while not done.is_set():
             peak[0] = max(peak[0], _tree_rss_kib(process.pid))
-            time.sleep(0.02)
+            time.sleep(0.1)  # faster sampling costs the measured tools CPU time
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -173,6 +191,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--wikitext_dir", default=os.path.join(ROOT, "..", "shared", "data",
                                                                "wikitext-2"))
+    parser.add_argument("--books_dir", default=os.path.join(ROOT, "..", "shared", "data", "books"),
+                        help="also run both tools on these books (distinct text: the tokenizer "
+                             "meets new words all along); empty or missing to skip")
     parser.add_argument("--scales", default="1,16,64")
     parser.add_argument("--original_scales", default="1,16",
                         help="empty to skip the original tool (16x = 37 MB)")
@@ -219,6 +240,17 @@ def main():
               f"({result['cpu_seconds']:6.1f} CPU s) "
               f"peak RSS {result['peak_rss_mib']:7.0f} MiB  random next "
               f"{result['random_next_fraction']:.3f}", flush=True)
+    if original_scales and args.books_dir and glob.glob(os.path.join(args.books_dir, "*.txt")):
+        books = write_books_corpus(args.books_dir, work)
+        result = {"corpus_mb": os.path.getsize(books) / 1e6,
+                  "original": run_original(books, work),
+                  "ours": run_ours(books, work, args.num_workers, args.num_output_shards)}
+        result["end_to_end"] = result["original"]["seconds"] / result["ours"]["seconds"]
+        report["books"] = result
+        print(f"books, {result['corpus_mb']:.1f} MB of distinct text: original "
+              f"{result['original']['seconds']:.1f} s, ours {result['ours']['seconds']:.1f} s "
+              f"(peak RSS {result['ours']['peak_rss_mib']:.0f} MiB): {result['end_to_end']:.1f}x",
+              flush=True)
     if args.fixed_block_size_kib and len(scales) >= 2:
         # The automatic block size grows with the corpus up to 1 MiB (reached at 100 MB of
         # input), and memory with it; at a fixed block size memory does not depend on the corpus.

@@ -8,34 +8,12 @@ import json
 import os
 from concurrent import futures
 
-import numpy as np
-
 from bert_keras.common.files import write_atomic
 from bert_keras.data import corpus as pretraining_corpus
 from bert_keras.data import token_store
 from bert_keras.data.workers import (BlockFile, block_path, process_block, tokenize_block,
-                                     work_dir)
+                                     tokenizer_factory, work_dir)
 from bert_keras.text.vocab import Vocabulary
-
-
-def bert_tokenizer(vocab_file, do_lower_case):
-    """The in-graph `bert_keras.text.tokenizer.BertTokenizer` as `tokenize(list of str)`.
-
-    Returns a function giving (ids int32 [total], tokens per text int64 [n]).
-    """
-    from bert_keras.text.tokenizer import BertTokenizer
-    tokenizer = BertTokenizer(vocab_file, lower_case=do_lower_case)
-
-    def run(texts):
-        ids = tokenizer.tokenize_merged(texts)
-        return (ids.flat_values.numpy().astype(np.int32),
-                ids.row_lengths().numpy().astype(np.int64))
-
-    return run
-
-
-def tokenizer_factory(config):
-    return config.tokenizer or bert_tokenizer
 
 
 def tokenizer_name(config):
@@ -65,7 +43,8 @@ def run_bounded(executor, calls, max_pending, on_result):
 
 class BlockPhase:
     """Phase 1 of a run: every block of the input read, tokenized into its file's token store
-    (two tokenizer threads keep a couple of blocks ahead) and, once a file's store is complete,
+    (the worker processes tokenize the next blocks while this process stores them in order) and,
+    once a file's store is complete,
     turned into instances by the worker processes. A rerun reuses the complete stores and the
     blocks already written. `run()` returns (per-block stats in block order, corpus reader
     stats as a dict)."""
@@ -78,8 +57,6 @@ class BlockPhase:
         self.block_stats = {}
         self.bytes_read = 0
         self.instances = 0
-        self.tokenize = None  # built on the first block that needs it
-        self.threads = None
         self.vocab_size = len(Vocabulary.from_file(config.vocab_file))
         # The token store of the file being read: {"file": number, "writer": ..., "calls": [...]}.
         self.current = {}
@@ -93,12 +70,9 @@ class BlockPhase:
                 done = json.load(f)
             block_stats = [BlockFile(block_path(config, i)).stats for i in range(done["blocks"])]
             return block_stats, done["corpus"]
-        # Two tokenizer threads (TensorFlow releases the GIL).
-        self.threads = futures.ThreadPoolExecutor(2)
         try:
             run_bounded(self.executor, self._calls(), 2 * self.num_workers, self._finished)
         finally:
-            self.threads.shutdown(cancel_futures=True)
             if self.current:
                 self.current["writer"].abandon()
         corpus_stats = dataclasses.asdict(self.corpus)
@@ -106,12 +80,6 @@ class BlockPhase:
         write_atomic(done_path, json.dumps({"blocks": len(ordered),
                                             "corpus": corpus_stats}).encode())
         return ordered, corpus_stats
-
-    def _start_tokenizer(self):
-        if self.tokenize is None:
-            self.executor.start()
-            self.tokenize = tokenizer_factory(self.config)(self.config.vocab_file,
-                                                            self.config.do_lower_case)
 
     def _close_store(self):
         """Completes the current file's store and yields its blocks' instance work."""
@@ -168,10 +136,8 @@ class BlockPhase:
                 continue
             # Random nexts may come from anywhere in the file, so every block of a file whose
             # store is incomplete is tokenized again, also those whose instances are written.
-            self._start_tokenizer()
-            ahead.append((block, done, self.threads.submit(tokenize_block, block, config,
-                                                           self.tokenize)))
-            while len(ahead) > 2:
+            ahead.append((block, done, self.executor.submit(tokenize_block, block)))
+            while len(ahead) > self.num_workers + 1:
                 block, done, tokenized = ahead.popleft()
                 yield from self._store_block(block, done, *tokenized.result())
         while ahead:
@@ -186,5 +152,5 @@ class BlockPhase:
         self.progress.update("blocks", self.bytes_read / max(1, self.total_bytes), self.instances)
 
 
-__all__ = ["BlockPhase", "bert_tokenizer", "tokenizer_factory", "tokenizer_name",
+__all__ = ["BlockPhase", "tokenizer_name",
            "blocks_done_path", "run_bounded"]

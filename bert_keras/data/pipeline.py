@@ -3,10 +3,11 @@
 The work is in two phases (the units of work are in `bert_keras.data.workers`):
 
 1. Blocks. The main process reads the corpus in order, cuts it into blocks of whole documents
-   (see `bert_keras.data.corpus`), tokenizes each block in large batches with the in-graph
-   tokenizer (the only process that runs TensorFlow) and appends it to its input file's token
-   store on disk (`bert_keras.data.token_store`). Once a file is stored whole, worker processes
-   (NumPy only, so they start in a fraction of a second) turn each of its blocks into instances
+   (see `bert_keras.data.corpus`); worker processes (plain Python and NumPy, no TensorFlow,
+   so they start in a fraction of a second) tokenize the blocks in parallel with
+   `bert_keras.text.python_tokenizer` (the original's ids), and the main process appends each
+   block, in order, to its input file's token store on disk (`bert_keras.data.token_store`).
+   Once a file is stored whole, the workers turn each of its blocks into instances
    (`bert_keras.data.instances`, all `dupe_factor` passes, random-next segments from any
    document of the file, read from the store), serialize and frame
    them as TFRecords (`bert_keras.data.records`), deal them at random to the output
@@ -94,9 +95,9 @@ class PipelineConfig:
     input_encoding: str = cli.input_encoding_option()
     start_over: bool = cli.start_over_option("records, statistics and work files in --output_dir "
                                              "(of this task; nothing else there)")
-    # (vocab_file, do_lower_case) -> tokenize(list of str) -> (ids, tokens per text); run in
-    # threads of the main process, the only one that runs TensorFlow.
-    tokenizer: object = None  # None: `block_phase.bert_tokenizer`
+    # (vocab_file, do_lower_case) -> tokenize(list of str) -> (ids, tokens per text), built and
+    # run in each worker process (a module-level function, so that it pickles).
+    tokenizer: object = None  # None: `workers.python_tokenizer`
     progress: bool = option(True, "Show a progress bar and the statistics.")
 
 
@@ -309,7 +310,7 @@ class _InProcess:
 
 
 class _LazyExecutor:
-    """Starts the workers (and TensorFlow) only when the first task is submitted."""
+    """Starts the workers only when the first task is submitted."""
 
     def __init__(self, config, num_workers):
         self.config = config
@@ -317,13 +318,14 @@ class _LazyExecutor:
         self.executor = None
 
     def start(self):
-        """Starts every worker now (call it before this process loads TensorFlow)."""
+        """Starts every worker now."""
         if self.executor is not None:
             return
         if self.num_workers == 1:
             self.executor = _InProcess(self.config)
             return
-        # The main process runs TensorFlow, which does not survive fork.
+        # The calling process may run TensorFlow (the main job does), which does not survive
+        # fork.
         context = multiprocessing.get_context("spawn")
         self.executor = futures.ProcessPoolExecutor(
             self.num_workers, mp_context=context, initializer=init_worker,

@@ -106,7 +106,9 @@ def _map(path, count):
     """int64 [count] of a file, memory-mapped (an empty array for an empty file)."""
     if count == 0:
         return np.zeros([0], np.int64)
-    return np.memmap(path, dtype="<i8", mode="r", shape=(count,))
+    # A plain ndarray view of the map (which it keeps open): slicing it skips np.memmap's
+    # Python-level bookkeeping, which random nexts would pay on every look-up.
+    return np.memmap(path, dtype="<i8", mode="r", shape=(count,)).view(np.ndarray)
 
 
 class TokenStore:

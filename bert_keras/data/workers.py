@@ -1,6 +1,7 @@
 """Units of work of `create_pretraining_data`: block work files and shard merges.
 
-Worker processes run `process_block` (a block's documents, read from its input file's token
+Worker processes run `tokenize_block` (a block of raw text -> wordpiece ids, with the plain
+Python tokenizer `bert_keras.text.python_tokenizer` by default), `process_block` (a block's documents, read from its input file's token
 store (`bert_keras.data.token_store`) -> instances, with random nexts from any document of that
 file -> serialized, framed TFRecords, dealt to shards and shuffled, in one work file) and `merge_shard`
 (one output shard as a uniformly random interleaving of its records from all block files). They
@@ -69,15 +70,48 @@ def block_path(config, index):
 _WORKER = {}
 
 
+def python_tokenizer(vocab_file, do_lower_case):
+    """The default tokenizer: `PythonBertTokenizer.tokenize_batch`, no TensorFlow.
+
+    Returns a function giving (ids int32 [total], tokens per text int64 [n]).
+    """
+    from bert_keras.text.python_tokenizer import PythonBertTokenizer
+    return PythonBertTokenizer(vocab_file, lower_case=do_lower_case).tokenize_batch
+
+
+def bert_tokenizer(vocab_file, do_lower_case):
+    """The in-graph `bert_keras.text.tokenizer.BertTokenizer`, the same interface (each worker
+    then loads TensorFlow; the ids are those of `python_tokenizer`)."""
+    from bert_keras.text.tokenizer import BertTokenizer
+    tokenizer = BertTokenizer(vocab_file, lower_case=do_lower_case)
+
+    def run(texts):
+        ids = tokenizer.tokenize_merged(texts)
+        return (ids.flat_values.numpy().astype(np.int32),
+                ids.row_lengths().numpy().astype(np.int64))
+
+    return run
+
+
+def tokenizer_factory(config):
+    return config.tokenizer or python_tokenizer
+
+
 def init_worker(config):
-    """Worker processes need no TensorFlow: they get token ids and write framed records."""
+    """Worker processes need no TensorFlow: they tokenize in Python, get token ids and write
+    framed records."""
     vocabulary = Vocabulary.from_file(config.vocab_file)
     _WORKER["config"] = config
     _WORKER["special"] = pretraining_data.SpecialTokenIds.from_vocabulary(vocabulary)
 
 
-def tokenize_block(block, config, tokenize):
-    """TokenizedDocuments and counts of one block of raw text."""
+def tokenize_block(block):
+    """TokenizedDocuments and counts of one block of raw text (the worker's tokenizer is built
+    on its first block)."""
+    config = _WORKER["config"]
+    if "tokenize" not in _WORKER:
+        _WORKER["tokenize"] = tokenizer_factory(config)(config.vocab_file, config.do_lower_case)
+    tokenize = _WORKER["tokenize"]
     sentences, document_sizes = [], []
     for document in block.documents:
         if config.input_format == "paragraphs":

@@ -43,19 +43,16 @@ Example:
 """
 
 import collections
-import functools
 import os
-import re
 import sys
 import time
-import unicodedata
 
 from bert_keras.common.errors import BertKerasError
 from bert_keras.text import unicode_tables
+from bert_keras.text.python_tokenizer import (MAX_CHARS_PER_WORD, chunk_words, chunks,  # noqa: F401
+                                              split_words)
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-# The tokenizer makes a longer word a single [UNK] (the original's max_input_chars_per_word).
-MAX_CHARS_PER_WORD = 200
 
 
 class VocabularyBuildError(BertKerasError):
@@ -75,96 +72,7 @@ def reserved_tokens(num_unused=0):
 
 
 # ---------------------------------------------------------------------------------------------
-# Step 1: BERT's basic tokenization, on whitespace-free chunks of text.
-#
-# `str.split()` cuts a text at every character the original splits on (tab, LF, CR, the Zs
-# spaces, and U+2028/U+2029, which its cleaning keeps and its `split()` then splits on), and
-# also at a few control characters that the original removes instead, joining their two sides
-# (vertical tab, form feed, U+001C-U+001F, U+0085): those are deleted first. A chunk between two
-# cuts then holds no split point but the CJK spaces and the punctuation, and the original's
-# steps give the same words for the chunk alone as for the whole text (it lower-cases and strips
-# accents word by word). Most chunks recur, so each distinct chunk goes through those steps once.
-
-
-class _CharMap(dict):
-    """A `str.translate` table filled on first use of a codepoint by `value(char)`."""
-
-    def __init__(self, value):
-        super().__init__()
-        self._value = value
-
-    def __missing__(self, cp):
-        value = self[cp] = self._value(chr(cp))
-        return value
-
-
-def _cleaned(char):
-    """The original's `_clean_text` and `_tokenize_chinese_chars` for one character."""
-    if unicode_tables.is_removed(char):
-        return None
-    if unicode_tables.is_whitespace(char):
-        return " "
-    if unicode_tables.is_cjk_codepoint(ord(char)):
-        return f" {char} "
-    return ord(char)
-
-
-def _punctuation_split(char):
-    return f" {char} " if unicode_tables.is_punctuation(char) else ord(char)
-
-
-def _accent_removed(char):
-    return None if unicodedata.category(char) == "Mn" else ord(char)
-
-
-@functools.lru_cache(maxsize=None)
-def _removed_split_points():
-    """A regex of the characters `str.split()` splits on that the original removes."""
-    chars = [chr(cp) for cp in range(sys.maxunicode + 1)
-             if chr(cp).isspace() and unicode_tables.is_removed(chr(cp))]
-    return re.compile("[" + "".join(re.escape(char) for char in chars) + "]")
-
-
-_CLEAN = _CharMap(_cleaned)
-_PUNCTUATION = _CharMap(_punctuation_split)
-_ACCENTS = _CharMap(_accent_removed)
-# An ASCII chunk without control characters: all of its characters are letters, digits or
-# (BERT's) punctuation, and lower-casing it needs no accent stripping.
-_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")
-_ASCII_WORDS = re.compile(r"[A-Za-z0-9]+|[!-/:-@\[-`{-~]")
-
-
-def _chunk_words(chunk, lower_case):
-    """The words of the original's basic tokenization of a chunk of text without whitespace."""
-    if chunk.isascii() and not _ASCII_CONTROL.search(chunk):
-        if lower_case:
-            chunk = chunk.lower()
-        return [chunk] if chunk.isalnum() else _ASCII_WORDS.findall(chunk)
-    words = []
-    for token in chunk.translate(_CLEAN).split():
-        if lower_case:
-            token = token.lower()
-            if not token.isascii():
-                token = unicodedata.normalize("NFD", token).translate(_ACCENTS)
-        words.extend(token.translate(_PUNCTUATION).split())
-    return words
-
-
-def _chunks(text):
-    """The whitespace-free chunks of `text` (see above)."""
-    removed = _removed_split_points()
-    if removed.search(text):
-        text = removed.sub("", text)
-    return text.split()
-
-
-def split_words(text, lower_case):
-    """The words of BERT's basic tokenization of `text`, in order (the words the builder counts).
-
-    >>> split_words("Crème\\u2009brûlée,\\x0cformfeed\\u200a—\\u3000東京", lower_case=True)
-    ['creme', 'brulee', ',', 'formfeed', '—', '東', '京']
-    """
-    return [word for chunk in _chunks(text) for word in _chunk_words(chunk, lower_case)]
+# Step 1: the words, counted.
 
 
 class WordCounter:
@@ -181,14 +89,14 @@ class WordCounter:
         self._words = collections.Counter()
 
     def add(self, text):
-        self._chunks.update(_chunks(text))
+        self._chunks.update(chunks(text))
         if len(self._chunks) >= self.max_chunks:
             self._fold()
 
     def _fold(self):
         words, lower_case = self._words, self.lower_case
         for chunk, count in self._chunks.items():
-            for word in _chunk_words(chunk, lower_case):
+            for word in chunk_words(chunk, lower_case):
                 words[word] += count
         self._chunks.clear()
 

@@ -16,6 +16,8 @@ import time
 import numpy as np
 import pytest
 
+from bert_keras.data import pipeline, workers
+from bert_keras.data.instances import InstanceOptions
 from bert_keras.pretraining.inputs import read_records
 from pretraining_data_fixtures import fixture_path, minilm_vocab_path
 from support import REPO_ROOT as ROOT
@@ -101,6 +103,24 @@ def test_same_bytes_for_any_number_of_workers(reference_run, tmp_path):
     stats, expected = load_stats(output_dir), load_stats(reference_run)
     stats.pop("seconds"), expected.pop("seconds")
     assert stats == expected
+
+
+def test_the_in_graph_tokenizer_writes_the_same_records(reference_run, tmp_path):
+    """The tool tokenizes in plain Python (`workers.python_tokenizer`); the in-graph tokenizer,
+    the one exported with models, gives byte-identical records."""
+    output_dir = str(tmp_path / "in-graph")
+    config = pipeline.PipelineConfig(
+        input_files=[fixture_path("wikitext.txt")], vocab_file=minilm_vocab_path(),
+        output_dir=output_dir, do_lower_case=True, seed=7, num_output_shards=4, num_workers=1,
+        input_format="paragraphs", block_bytes=4 * 1024, tokenizer=workers.bert_tokenizer,
+        progress=False, options=InstanceOptions(max_seq_length=SEQ, max_predictions_per_seq=PRED,
+                                                dupe_factor=3))
+    pipeline.run(config)
+    with open(os.path.join(output_dir, "manifest.json"), encoding="utf-8") as f:
+        assert json.load(f)["tokenizer"] == "bert_keras.data.workers:bert_tokenizer"
+    with open(os.path.join(reference_run, "manifest.json"), encoding="utf-8") as f:
+        assert json.load(f)["tokenizer"] == "bert_keras.data.workers:python_tokenizer"
+    assert output_files(output_dir) == output_files(reference_run)
 
 
 # Runs the tool (argv[1:]) in this process; SIGKILL as soon as a second output shard is renamed

@@ -13,9 +13,9 @@ in-graph tokenizer that the exported preprocessor and raw-text task models run, 
 model is fine-tuned on and the inputs it is served come from one implementation. It tokenizes
 every distinct word of the texts given to `prepare` in batches, then answers from that table.
 
-`basic_tokenize` is the original `BasicTokenizer` in Python on the character classes of
-`bert_keras.text.unicode_tables`: SQuAD post-processing aligns predicted wordpieces with the
-context's own text through it, as the original `run_squad.py` does.
+`basic_tokenize` is the original `BasicTokenizer` in Python (`bert_keras.text.python_tokenizer`):
+SQuAD post-processing aligns predicted wordpieces with the context's own text through it, as the
+original `run_squad.py` does.
 
 Example:
 
@@ -28,9 +28,8 @@ Example:
 """
 
 import re
-import unicodedata
 
-from bert_keras.text import unicode_tables
+from bert_keras.text.python_tokenizer import split_words
 from bert_keras.text.vocab import Vocabulary
 
 
@@ -99,45 +98,10 @@ class WordTokenizer:
     __call__ = tokenize_word
 
 
-def _strip_accents(word):
-    if word.isascii():
-        return word
-    return "".join(c for c in unicodedata.normalize("NFD", word) if unicodedata.category(c) != "Mn")
-
-
 def basic_tokenize(text, do_lower_case=True):
-    """The original `BasicTokenizer`: a list of words and single punctuation characters.
-
-    Drops NUL, U+FFFD and Cc/Cf characters, splits on whitespace, puts CJK ideographs and
-    punctuation characters in tokens of their own, and with `do_lower_case` lower-cases and
-    strips accents (NFD, combining marks removed) before splitting off punctuation.
-    """
-    chars = []
-    for char in text:
-        if unicode_tables.is_removed(char):
-            continue
-        if unicode_tables.is_whitespace(char):
-            chars.append(" ")
-        elif unicode_tables.is_cjk_codepoint(ord(char)):
-            chars.extend((" ", char, " "))
-        else:
-            chars.append(char)
-    tokens = []
-    for word in "".join(chars).split():
-        if do_lower_case:
-            word = _strip_accents(word.lower())
-        piece = []
-        for char in word:
-            if unicode_tables.is_punctuation(char):
-                if piece:
-                    tokens.append("".join(piece))
-                    piece = []
-                tokens.append(char)
-            else:
-                piece.append(char)
-        if piece:
-            tokens.append("".join(piece))
-    return tokens
+    """The original `BasicTokenizer`: a list of words and single punctuation characters
+    (`bert_keras.text.python_tokenizer.split_words`)."""
+    return split_words(text, do_lower_case)
 
 
 __all__ = ["WordTokenizer", "as_vocabulary", "whitespace_words", "is_squad_whitespace",
