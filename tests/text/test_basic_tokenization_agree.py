@@ -8,17 +8,18 @@ cased and uncased:
 
     original               bert-tensorflow's `bert.tokenization.BasicTokenizer` (an anchor
                            itself: skipped locally when not installed, failed in CI)
-    words                  `bert_keras.finetuning.tasks.words.basic_tokenize` (Python on the
+    words                  `bert_keras.finetuning.tasks.words.basic_tokenize`, which is
+                           `bert_keras.text.python_tokenizer.split_words` (Python on the
                            character classes of `bert_keras.text.unicode_tables`; SQuAD
-                           post-processing)
+                           post-processing, the data tool's tokenizer)
     tokenizer.basic        `BertTokenizer.basic_tokenize` (in graph: the exact path's tables)
     tokenizer.tokenize     `BertTokenizer.tokenize` (in graph: tf-text's FastBertNormalizer and
                            end-to-end FastWordpieceTokenizer, rows it could get wrong sent to
                            the exact path); words are the wordpieces of a word joined
     tokenizer.offsets      `BertTokenizer.tokenize_with_offsets` (in graph: the exact path with
                            its own word splitting of the normalized codepoints); words joined
-    vocab_builder          `bert_keras.text.vocab_builder.make_word_splitter` (Python on the
-                           `unicode_tables` rules); it returns the distinct words of a batch
+    vocab_builder          `bert_keras.text.vocab_builder.make_word_splitter` (the same
+                           chunk rules, counted); it returns the distinct words of a batch
                            with their counts, so it is compared as a multiset
 
 For the wordpiece copies the vocabulary holds every character of the expected words alone and
