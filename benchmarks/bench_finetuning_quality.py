@@ -7,6 +7,8 @@ and are scored on the whole dev set:
 
 - tasks: MRPC (all 3,668 training pairs, 408 dev) and SST-2 (by default the first 1,600 of the
   67,349 training sentences, all 872 dev), read from the official TSV files under `--data_dir`;
+  RTE (2,490 training pairs, 277 dev; accuracy) and CoLA (8,551 training sentences in GLUE's
+  headerless layout, 1,043 dev; Matthews correlation) when asked for (`--tasks=rte,cola`);
   STS-B (regression, Pearson and Spearman correlation): GLUE's public STS-B dev set is not
   among the files this benchmark is given, so the last 750 rows of STS-B/train.tsv are held
   out as its dev set and the first 2,000 rows (by default) are trained on;
@@ -81,32 +83,41 @@ CLIP_NORM = 1.0
 DROPOUT = 0.1
 SEED = 42
 
-# task -> (folder under --data_dir, text columns, label column); labels "0"/"1" are ids 0/1
-# for both contenders (our label list is ("0", "1")).
+# task -> (folder under --data_dir, text columns, label column): names in a file with a header
+# row, numbers in one without (CoLA). Labels "0"/"1" are ids 0/1 for both contenders (our label
+# list is ("0", "1")); RTE's text labels take their index in LABEL_NAMES, as in our label list.
 TASKS = {
     "mrpc": ("MRPC", ("#1 String", "#2 String"), "Quality"),
     "sst2": ("SST-2", ("sentence",), "label"),
     "stsb": ("STS-B", ("sentence1", "sentence2"), "score"),
+    "rte": ("RTE", ("sentence1", "sentence2"), "label"),
+    "cola": ("CoLA", (3,), 1),  # no header: source, label, original mark, sentence
 }
+LABEL_NAMES = {"rte": ("entailment", "not_entailment")}
 REGRESSION = {"stsb"}
 # STS-B: the last rows of train.tsv held out as the dev set (GLUE's dev set is not given).
 STSB_HELDOUT_ROWS = 750
 
 
 # ------------------------------------------------------------------------------- the data
-def read_tsv(path, text_columns, label_column, limit=None):
+def read_tsv(path, text_columns, label_column, limit=None, label_names=None):
     """(texts: one list per text column, labels: int array, or float for a score column) of a
-    GLUE TSV with a header row."""
+    GLUE TSV: columns named in its header row, or numbered in a file without one."""
     with open(path, encoding="utf-8-sig", newline="") as f:
         lines = [line.rstrip("\r") for line in f.read().split("\n") if line.strip()]
-    header = lines[0].split("\t")
-    columns = [header.index(name) for name in text_columns]
-    label = header.index(label_column)
-    rows = [line.split("\t") for line in lines[1:]]
+    if isinstance(label_column, int):
+        columns, label, rows = list(text_columns), label_column, lines
+    else:
+        header = lines[0].split("\t")
+        columns = [header.index(name) for name in text_columns]
+        label, rows = header.index(label_column), lines[1:]
+    rows = [line.split("\t") for line in rows]
     rows = rows if limit is None else rows[:limit]
     texts = [[row[column] for row in rows] for column in columns]
     if label_column == "score":
         return texts, np.array([float(row[label]) for row in rows], np.float32)
+    if label_names:
+        return texts, np.array([label_names.index(row[label]) for row in rows], np.int64)
     return texts, np.array([int(row[label]) for row in rows], np.int64)
 
 
@@ -154,12 +165,19 @@ def task_scores(task, predictions, labels):
 
 
 def classification_scores(predictions, labels):
-    """Accuracy and the F1 of the positive class (label 1), as GLUE scores MRPC."""
+    """Accuracy, the F1 of the positive class (label 1), as GLUE scores MRPC, and Matthews'
+    correlation, as GLUE scores CoLA (0 when either side holds one class only)."""
     predictions, labels = np.asarray(predictions), np.asarray(labels)
     true_positive = int(np.sum((predictions == 1) & (labels == 1)))
+    true_negative = int(np.sum((predictions == 0) & (labels == 0)))
     predicted, actual = int(np.sum(predictions == 1)), int(np.sum(labels == 1))
+    false_positive, false_negative = predicted - true_positive, actual - true_positive
     f1 = 2 * true_positive / (predicted + actual) if predicted + actual else 0.0
-    return {"accuracy": float(np.mean(predictions == labels)), "f1": f1}
+    denominator = float(predicted * (len(labels) - predicted) * actual * (len(labels) - actual))
+    matthews = ((true_positive * true_negative - false_positive * false_negative)
+                / np.sqrt(denominator) if denominator else 0.0)
+    return {"accuracy": float(np.mean(predictions == labels)), "f1": f1,
+            "matthews": float(matthews)}
 
 
 def schedule_steps(num_rows, epochs):
@@ -245,7 +263,8 @@ def run_ours(task, data_dir, model_dir, output_dir, limit, epochs, log_path, see
     # The dev predictions rescored here, with the same function as the reference's.
     prediction_file = os.path.join(output_dir, "predictions", "dev", TASKS[task][0] + ".tsv")
     with open(prediction_file, encoding="utf-8") as f:
-        cast = float if task in REGRESSION else int
+        cast = (float if task in REGRESSION else LABEL_NAMES[task].index if task in LABEL_NAMES
+                else int)
         predictions = [cast(line.split("\t")[1]) for line in f.read().split("\n")[1:] if line]
     train = results["train"]
     return {"metrics": results["metrics"]["dev"], "predictions": predictions,
@@ -269,7 +288,8 @@ def run_reference(spec):
     splits = {}
     for split, limit in (("train", spec["limit"]), ("dev", None)):
         texts, labels = read_tsv(os.path.join(spec["data_dir"], folder, f"{split}.tsv"),
-                                 text_columns, label_column, limit)
+                                 text_columns, label_column, limit,
+                                 LABEL_NAMES.get(spec["task"]))
         encoded = tokenizer(*texts, truncation="longest_first", max_length=SEQ_LENGTH,
                             padding="max_length", return_tensors="np")
         splits[split] = ({name: encoded[name] for name in ("input_ids", "attention_mask",
@@ -403,6 +423,8 @@ def summarize(name, task, run, limit, epochs, load_start, load_end, labels, seed
         "warmup_steps": run["num_warmup_steps"],
         "dev_accuracy": run["metrics"].get("accuracy"),
         "dev_f1": run["metrics"].get("f1") if task == "mrpc" else None,
+        "dev_matthews": (run["metrics"].get("matthews_corrcoef", run["metrics"].get("matthews"))
+                         if task == "cola" else None),
         "dev_pearson": run["metrics"].get("pearson"),
         "dev_spearman": run["metrics"].get("spearman"),
         "loss_per_epoch": run["loss_per_epoch"], "epoch_seconds": seconds,
@@ -417,7 +439,8 @@ def summarize(name, task, run, limit, epochs, load_start, load_end, labels, seed
     }
 
 
-HEADLINE = {"mrpc": "f1", "sst2": "accuracy", "stsb": "pearson"}
+HEADLINE = {"mrpc": "f1", "sst2": "accuracy", "stsb": "pearson", "rte": "accuracy",
+            "cola": "matthews"}
 
 
 def seed_summary(rows):
@@ -502,9 +525,9 @@ def main():
         folder, text_columns, label_column = TASKS[task]
         task_dir = task_data_dirs[task]
         _, train_labels = read_tsv(os.path.join(task_dir, folder, "train.tsv"), text_columns,
-                                   label_column, limits[task])
+                                   label_column, limits[task], LABEL_NAMES.get(task))
         _, dev_labels = read_tsv(os.path.join(task_dir, folder, "dev.tsv"), text_columns,
-                                 label_column)
+                                 label_column, None, LABEL_NAMES.get(task))
         steps_per_epoch, num_train_steps, num_warmup_steps = schedule_steps(len(train_labels),
                                                                        epochs)
         print(f"{task}: {len(train_labels)} training rows"
@@ -554,7 +577,7 @@ def main():
         checks[task] = task_checks
         print(f"{task} checks: {task_checks}", flush=True)
     columns = ["task", "implementation", "seed", "train_rows", "train_steps", "dev_accuracy",
-               "dev_f1", "dev_pearson", "dev_spearman", "train_seconds",
+               "dev_f1", "dev_matthews", "dev_pearson", "dev_spearman", "train_seconds",
                "train_examples_per_second", "wall_seconds"]
     bench_common.print_table(rows, columns)
     for task, implementations in seed_summary(rows).items():
