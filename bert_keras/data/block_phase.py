@@ -43,9 +43,8 @@ def run_bounded(executor, calls, max_pending, on_result):
 
 class BlockPhase:
     """Phase 1 of a run: every block of the input read, tokenized into its file's token store
-    (the worker processes tokenize the next blocks while this process stores them in order) and,
-    once a file's store is complete,
-    turned into instances by the worker processes. A rerun reuses the complete stores and the
+    (the worker processes tokenize the next blocks while this process stores them in order)
+    and, once a file's store is complete, turned into instances by the worker processes. A rerun reuses the complete stores and the
     blocks already written. `run()` returns (per-block stats in block order, corpus reader
     stats as a dict)."""
 

@@ -1,10 +1,11 @@
 """Units of work of `create_pretraining_data`: block work files and shard merges.
 
 Worker processes run `tokenize_block` (a block of raw text -> wordpiece ids, with the plain
-Python tokenizer `bert_keras.text.python_tokenizer` by default), `process_block` (a block's documents, read from its input file's token
-store (`bert_keras.data.token_store`) -> instances, with random nexts from any document of that
-file -> serialized, framed TFRecords, dealt to shards and shuffled, in one work file) and `merge_shard`
-(one output shard as a uniformly random interleaving of its records from all block files). They
+Python tokenizer `bert_keras.text.python_tokenizer` by default), `process_block` (a block's
+documents, read from its input file's token store (`bert_keras.data.token_store`) -> instances,
+with random nexts from any document of that file -> serialized, framed TFRecords, dealt to shards
+and shuffled, in one work file) and `merge_shard` (one output shard as a uniformly random
+interleaving of its records from all block files). They
 need NumPy only, not TensorFlow. `bert_keras.data.pipeline` drives them.
 
 A block work file is: magic, (records, shards, statistics length) as int64, record and byte
@@ -99,7 +100,12 @@ def tokenizer_factory(config):
 
 def init_worker(config):
     """Worker processes need no TensorFlow: they tokenize in Python, get token ids and write
-    framed records."""
+    framed records. Called again for every run in one process (`--num_workers=1` runs the
+    work in the caller's process): nothing of an earlier run (its tokenizer, its open token
+    stores) is kept."""
+    for store in _WORKER.get("stores", {}).values():
+        store.close()
+    _WORKER.clear()
     vocabulary = Vocabulary.from_file(config.vocab_file)
     _WORKER["config"] = config
     _WORKER["special"] = pretraining_data.SpecialTokenIds.from_vocabulary(vocabulary)

@@ -36,11 +36,10 @@ import tensorflow_text as tf_text
 
 from bert_keras.text import unicode_tables as ut
 from bert_keras.text.fast_path import fast_path_pattern  # noqa: F401 (also public here)
+from bert_keras.text.python_tokenizer import MAX_CHARS_PER_WORD, SUFFIX_INDICATOR
 from bert_keras.text.vocab import Vocabulary
 
 UNKNOWN_TOKEN = "[UNK]"
-SUFFIX_INDICATOR = "##"
-MAX_CHARS_PER_WORD = 200
 _SPACE = 32
 
 

@@ -105,21 +105,37 @@ def test_same_bytes_for_any_number_of_workers(reference_run, tmp_path):
     assert stats == expected
 
 
+def run_in_process(output_dir, inputs=None, input_format="paragraphs", tokenizer=None):
+    """`pipeline.run` in this process (one worker: the work runs here too), COMMON's settings."""
+    config = pipeline.PipelineConfig(
+        input_files=[inputs or fixture_path("wikitext.txt")], vocab_file=minilm_vocab_path(),
+        output_dir=output_dir, do_lower_case=True, seed=7, num_output_shards=4, num_workers=1,
+        input_format=input_format, block_bytes=4 * 1024, tokenizer=tokenizer, progress=False,
+        options=InstanceOptions(max_seq_length=SEQ, max_predictions_per_seq=PRED, dupe_factor=3))
+    return pipeline.run(config)
+
+
 def test_the_in_graph_tokenizer_writes_the_same_records(reference_run, tmp_path):
     """The tool tokenizes in plain Python (`workers.python_tokenizer`); the in-graph tokenizer,
     the one exported with models, gives byte-identical records."""
     output_dir = str(tmp_path / "in-graph")
-    config = pipeline.PipelineConfig(
-        input_files=[fixture_path("wikitext.txt")], vocab_file=minilm_vocab_path(),
-        output_dir=output_dir, do_lower_case=True, seed=7, num_output_shards=4, num_workers=1,
-        input_format="paragraphs", block_bytes=4 * 1024, tokenizer=workers.bert_tokenizer,
-        progress=False, options=InstanceOptions(max_seq_length=SEQ, max_predictions_per_seq=PRED,
-                                                dupe_factor=3))
-    pipeline.run(config)
+    run_in_process(output_dir, tokenizer=workers.bert_tokenizer)
     with open(os.path.join(output_dir, "manifest.json"), encoding="utf-8") as f:
         assert json.load(f)["tokenizer"] == "bert_keras.data.workers:bert_tokenizer"
     with open(os.path.join(reference_run, "manifest.json"), encoding="utf-8") as f:
         assert json.load(f)["tokenizer"] == "bert_keras.data.workers:python_tokenizer"
+    assert output_files(output_dir) == output_files(reference_run)
+
+
+def test_a_run_after_another_in_one_process_keeps_nothing_of_it(reference_run, tmp_path):
+    """With one worker the work runs in the caller's process (the main job calls the pipeline
+    for its training and its held-out text): a run after one on other text, with another
+    tokenizer, writes the records it writes alone (no tokenizer or token store of the earlier
+    run is reused)."""
+    run_in_process(str(tmp_path / "first"), fixture_path("sample_text.txt"), "sentences",
+                   tokenizer=workers.bert_tokenizer)
+    output_dir = str(tmp_path / "second")
+    run_in_process(output_dir)
     assert output_files(output_dir) == output_files(reference_run)
 
 
