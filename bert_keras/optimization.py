@@ -138,6 +138,18 @@ _ADAM_UPDATE = []
 _FUSED_MIN_SIZE = 1 << 20
 
 
+def _dense(gradient):
+    """A gathered embedding's gradient as a dense tensor, repeated rows summed. On TensorFlow it
+    arrives as IndexedSlices, a row per occurrence, when nothing (clipping) densified it before;
+    squared slice by slice, a repeated row's second moment would be wrong."""
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        if isinstance(gradient, tf.IndexedSlices):
+            return tf.convert_to_tensor(gradient)
+    return gradient
+
+
 def _adam_update(*args):
     """`_adam_math` compiled by XLA into one loop (built on first use: TensorFlow only)."""
     if not _ADAM_UPDATE:
@@ -184,7 +196,7 @@ class AdamWeightDecay(_SummedGradients, keras.optimizers.Optimizer):
 
     def update_step(self, gradient, variable, learning_rate):
         lr = ops.cast(learning_rate, variable.dtype)
-        gradient = ops.cast(gradient, variable.dtype)
+        gradient = ops.cast(_dense(gradient), variable.dtype)
         index = self._get_variable_index(variable)
         m, v = self._momentums[index], self._velocities[index]
         if keras.backend.backend() == "tensorflow" and math.prod(variable.shape) >= _FUSED_MIN_SIZE:
@@ -263,7 +275,7 @@ class Lamb(_SummedGradients, keras.optimizers.Optimizer):
     def update_step(self, gradient, variable, learning_rate):
         dtype = variable.dtype
         lr = ops.cast(learning_rate, dtype)
-        gradient = ops.cast(gradient, dtype)
+        gradient = ops.cast(_dense(gradient), dtype)
         index = self._get_variable_index(variable)
         m, v = self._momentums[index], self._velocities[index]
         self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1.0 - self.beta_1))

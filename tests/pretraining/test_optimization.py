@@ -82,6 +82,32 @@ def test_adamw_matches_adam_with_decoupled_weight_decay(bias_correction, fused, 
         np.testing.assert_allclose(variable.numpy(), weights[name], rtol=1e-5, atol=1e-6, err_msg=name)
 
 
+@pytest.mark.parametrize("rule", ["adamw", "adamw_one_xla_loop", "lamb"])
+def test_an_embedding_gradient_without_clipping_updates_like_its_dense_sum(rule, monkeypatch):
+    """A gathered embedding's gradient is IndexedSlices, with a row once per occurrence; nothing
+    densifies it when clipping is off (fine-tuning with clip_norm=0 used to fail here with a
+    TypeError). The update equals the one of the dense gradient, repeated rows summed."""
+    monkeypatch.setattr(optimization, "_FUSED_MIN_SIZE", 0 if rule == "adamw_one_xla_loop" else 1 << 40)
+    rng = np.random.default_rng(0)
+    table = rng.standard_normal((6, 4)).astype("float32")
+    rows = np.array([1, 3, 1, 1, 5])
+    values = rng.standard_normal((len(rows), 4)).astype("float32")
+    dense = np.zeros_like(table)
+    np.add.at(dense, rows, values)
+    updated = []
+    for gradient in (tf.IndexedSlices(tf.constant(values), tf.constant(rows), tf.constant([6, 4])),
+                     tf.constant(dense)):
+        variable = keras.Variable(table, name="word_embeddings")
+        optimizer = optimization.create_optimizer(
+            {"bert/embeddings/word_embeddings": variable}, learning_rate=0.1, num_train_steps=10,
+            num_warmup_steps=0, optimizer="lamb" if rule == "lamb" else "adamw", clip_norm=0)
+        for _ in range(2):
+            optimizer.apply([gradient], [variable])
+        updated.append(variable.numpy())
+    np.testing.assert_allclose(updated[0], updated[1], rtol=1e-6, atol=1e-7)
+    assert not np.allclose(updated[0], table)
+
+
 def test_lamb_matches_the_paper_update():
     rng = np.random.default_rng(1)
     variable_map = _variables(rng)
