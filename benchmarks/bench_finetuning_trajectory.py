@@ -21,6 +21,9 @@ dev questions for v2.0, 5 written questions for v1.1) or multiple choice (`--tas
 folder with `--task_dir`, or the 3-row SWAG-layout sample as train and dev). Span QA compares
 `BertForQuestionAnswering` (the mean of the start and end cross-entropies, as ours), multiple
 choice `BertForMultipleChoice` (one score from each pair's pooled [CLS], softmax over the four).
+The reference's word embedding keeps the gradient of its [PAD] row at zero (`padding_idx`); span
+QA is the one family whose loss reaches the padding, and `--train_pad_row` trains that row on
+the reference's side too, as ours and the original BERT do.
 Tagging compares `BertForTokenClassification` with labels -100 where ours gives a weight of 0
 (every wordpiece but a word's first, [CLS], [SEP], padding); both losses are the mean over the
 labelled tokens of the batch. Recipe: lr 2e-5, 10% warm-up then linear decay, weight decay 0.01
@@ -150,7 +153,7 @@ def scores(task, predictions, labels):
 
 
 def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
-        clip_norm=1.0):
+        clip_norm=1.0, train_pad_row=False):
     import keras
     from bert_keras import optimization
     from bert_keras.finetuning.run import _load_weights, create_finetuning_optimizer
@@ -240,6 +243,8 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
         os.path.dirname(bench_common.minilm_vocab()), num_labels=num_labels,
         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, classifier_dropout=0.0)
     their_head = reference.qa_outputs if span else reference.classifier
+    if train_pad_row:  # as the original BERT and ours: the [PAD] row gets its gradient too
+        reference.bert.embeddings.word_embeddings.padding_idx = None
     with torch.no_grad():
         their_head.weight.copy_(torch.from_numpy(head["kernel"].T))
         their_head.bias.copy_(torch.from_numpy(head["bias"]))
@@ -325,6 +330,10 @@ def main():
     parser.add_argument("--batch_size", type=int, default=BATCH)
     parser.add_argument("--clip_norm", type=float, default=1.0,
                         help="gradient clipping to this global norm on both sides (0: none)")
+    parser.add_argument("--train_pad_row", action="store_true",
+                        help="let the reference train the [PAD] row of its word embeddings, as "
+                             "the original BERT and ours do (Hugging Face's nn.Embedding has "
+                             "padding_idx=0, which keeps that row's gradient at zero)")
     parser.add_argument("--task_dir", "--conll_dir", default=None,
                         help="conll2003, squad_v1, squad_v2, swag: a folder in the task's layout "
                              "(default: silver-tagged sentences of the bundled books for "
@@ -344,8 +353,9 @@ def main():
     else:
         folder = task_folder(args.task, os.path.abspath(args.data_dir), args.train_rows, work)
     result = run(args.task, folder, model_dir, args.epochs, args.optimizer, args.seed,
-                 args.batch_size, args.clip_norm)
-    result.update(batch_size=args.batch_size, clip_norm=args.clip_norm)
+                 args.batch_size, args.clip_norm, args.train_pad_row)
+    result.update(batch_size=args.batch_size, clip_norm=args.clip_norm,
+                  reference_trains_pad_row=args.train_pad_row)
     result["machine"] = dict(bench_common.cpu_description())
     for step in range(min(12, result["steps"])):
         print(f"step {step:3d}: loss ours {result['loss_ours'][step]:.6f}  reference "
@@ -353,6 +363,7 @@ def main():
     print(f"first step beyond {TOLERANCE}: {result['first_step_beyond_tolerance']}; "
           f"dev ours {result['dev_ours']}, reference {result['dev_reference']}")
     suffix = "" if args.clip_norm == 1.0 else f"_clip{args.clip_norm:g}"
+    suffix += "_pad_row_trained" if args.train_pad_row else ""
     path = bench_common.write_results(
         f"finetuning_trajectory_{args.task}_{args.optimizer}{suffix}", result)
     print(f"wrote {path}")
