@@ -197,10 +197,12 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
         labels = np.asarray(train.labels, np.float32 if regression else np.int64)
     weights = None if train.sample_weight is None else np.asarray(train.sample_weight, np.float32)
 
-    def cross_entropy(logits, gold):
+    def log_softmax(logits):
         shifted = logits - logits.max(-1, keepdims=True)
-        log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
-        return float(-np.mean(log_probs[np.arange(len(gold)), gold]))
+        return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+
+    def cross_entropy(logits, gold):
+        return float(-np.mean(log_softmax(logits)[np.arange(len(gold)), gold]))
 
     def loss_of(outputs, rows):
         if regression:
@@ -208,13 +210,11 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
         if span:  # the mean of the start and the end cross-entropy
             return 0.5 * sum(cross_entropy(np.asarray(outputs[name]), labels[name][rows])
                              for name in ("start_logits", "end_logits"))
-        shifted = outputs - outputs.max(-1, keepdims=True)
-        log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
         if tagging:  # the mean over the labelled tokens of the batch
             gold = np.where(weights[rows] > 0, labels[rows], 0)
-            picked = np.take_along_axis(log_probs, gold[..., None], -1)[..., 0]
+            picked = np.take_along_axis(log_softmax(outputs), gold[..., None], -1)[..., 0]
             return float(-np.sum(picked * weights[rows]) / np.sum(weights[rows]))
-        return float(-np.mean(log_probs[np.arange(len(rows)), labels[rows]]))
+        return cross_entropy(outputs, labels[rows])
 
     ours, start = [], time.perf_counter()
     for rows in batches:
