@@ -9,7 +9,8 @@ The pre-training data tool's comparison (benchmarks/bench_pretraining_data.py) r
 present and --wikitext_dir is given. The fine-tuning scores against Hugging Face
 (benchmarks/bench_finetuning_quality.py, about an hour on 2 cores) and the step-for-step STS-B
 check (benchmarks/bench_finetuning_trajectory.py, about 20 minutes) run without --quick when the
-GLUE folder is there (--glue_dir, holding MRPC/, SST-2/ and STS-B/). With --gpu, the pre-training step
+GLUE folder is there (--glue_dir, holding MRPC/, SST-2/ and STS-B/); the same check for token
+tagging, multiple choice and span QA on the project's samples runs without --quick always. With --gpu, the pre-training step
 of BERT-base and BERT-large runs on the GPU too, Keras on the JAX backend (needs `jax` with CUDA
 and `keras-hub`; see docs/benchmarks.md), with model FLOPs utilization against --peak_tflops.
 """
@@ -48,6 +49,13 @@ def commands(quick, wikitext_dir, glue_dir, gpu_peak_tflops=None):
                      f"--data_dir={glue_dir}"])
         runs.append([python, os.path.join(HERE, "bench_finetuning_trajectory.py"),
                      f"--data_dir={glue_dir}"])
+    if not quick:  # the other families step for step, on the project's own samples
+        trajectory = [python, os.path.join(HERE, "bench_finetuning_trajectory.py")]
+        runs += [trajectory + ["--task=conll2003", "--train_rows=640", "--epochs=2"],
+                 trajectory + ["--task=swag", "--batch_size=3", "--epochs=40"],
+                 trajectory + ["--task=squad_v2", "--batch_size=8", "--epochs=8"],
+                 trajectory + ["--task=squad_v2", "--batch_size=8", "--epochs=8",
+                               "--train_pad_row"]]
     return runs
 
 
