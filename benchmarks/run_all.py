@@ -10,9 +10,10 @@ present and --wikitext_dir is given. The fine-tuning scores against Hugging Face
 (benchmarks/bench_finetuning_quality.py, about an hour on 2 cores) and the step-for-step STS-B
 check (benchmarks/bench_finetuning_trajectory.py, about 20 minutes) run without --quick when the
 GLUE folder is there (--glue_dir, holding MRPC/, SST-2/ and STS-B/); the same check for token
-tagging, multiple choice and span QA on the project's samples runs without --quick always. With --gpu, the pre-training step
-of BERT-base and BERT-large runs on the GPU too, Keras on the JAX backend (needs `jax` with CUDA
-and `keras-hub`; see docs/benchmarks.md), with model FLOPs utilization against --peak_tflops.
+tagging, multiple choice and span QA on the project's samples runs without --quick always.
+With --gpu, the pre-training step of BERT-base and BERT-large runs on the GPU too, Keras on the
+JAX backend (needs `jax` with CUDA and `keras-hub`; see docs/benchmarks.md), with model FLOPs
+utilization against --peak_tflops.
 """
 
 import argparse
