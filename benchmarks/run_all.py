@@ -11,6 +11,8 @@ present and --wikitext_dir is given. The fine-tuning scores against Hugging Face
 check (benchmarks/bench_finetuning_trajectory.py, about 20 minutes) run without --quick when the
 GLUE folder is there (--glue_dir, holding MRPC/, SST-2/ and STS-B/); the same check for token
 tagging, multiple choice and span QA on the project's samples runs without --quick always.
+With --model_dir (a pre-trained model directory, e.g. the main job's), the frozen-feature probe
+of its transfer to SST-2 runs too (benchmarks/bench_transfer_probe.py, under a minute).
 With --gpu, the pre-training step of BERT-base and BERT-large runs on the GPU too, Keras on the
 JAX backend (needs `jax` with CUDA and `keras-hub`; see docs/benchmarks.md), with model FLOPs
 utilization against --peak_tflops.
@@ -24,7 +26,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def commands(quick, wikitext_dir, glue_dir, gpu_peak_tflops=None):
+def commands(quick, wikitext_dir, glue_dir, gpu_peak_tflops=None, model_dir=None):
     python = sys.executable
     runs = [
         [python, os.path.join(HERE, "bench_tokenizer.py")],
@@ -57,6 +59,9 @@ def commands(quick, wikitext_dir, glue_dir, gpu_peak_tflops=None):
                  trajectory + ["--task=squad_v2", "--batch_size=8", "--epochs=8"],
                  trajectory + ["--task=squad_v2", "--batch_size=8", "--epochs=8",
                                "--train_pad_row"]]
+    if model_dir:
+        runs.append([python, os.path.join(HERE, "bench_transfer_probe.py"),
+                     f"--model_dir={model_dir}"])
     return runs
 
 
@@ -73,10 +78,14 @@ def main():
                         help="also the pre-training step on the GPU (JAX backend)")
     parser.add_argument("--peak_tflops", type=float, default=989.0,
                         help="the GPU's dense bf16 peak for --gpu (989: H100 SXM)")
+    parser.add_argument("--model_dir", default=None,
+                        help="a pre-trained model directory (e.g. the main job's "
+                             "bert_keras_work/model) for bench_transfer_probe.py (skipped "
+                             "without)")
     args = parser.parse_args()
     failed = []
     for command in commands(args.quick, args.wikitext_dir, args.glue_dir,
-                            args.peak_tflops if args.gpu else None):
+                            args.peak_tflops if args.gpu else None, args.model_dir):
         print("$", " ".join(command), flush=True)
         if subprocess.call(command) != 0:
             failed.append(next(os.path.basename(c) for c in command if c.endswith(".py")))
