@@ -171,6 +171,11 @@ def main():
     if n + held > len(train_examples):
         sys.exit(f"{args.task_dir}: {len(train_examples)} training rows, but --train_examples "
                  f"{n} and --selection_examples {held} need {n + held}")
+    spec = glue.task_spec(name)
+    if spec.is_regression or len(spec.label_list) != 2 or any(
+            example.text_b for example in train_examples[:100]):
+        sys.exit(f"--task={args.task}: the probe takes single-sentence tasks with two labels "
+                 f"(e.g. glue/sst2, glue/cola)")
     labels = np.asarray(glue.label_ids(train_examples, name))
     dev_labels = np.asarray(glue.label_ids(dev_examples, name))
     parts = {"train": slice(0, n), "selection": slice(len(labels) - held, len(labels))}
