@@ -59,11 +59,11 @@ def ridge_accuracy(fit, features, labels):
 
 def probe(train, selection, dev):
     """Each (features, labels) pair: the penalty chosen on `selection`, the dev accuracy."""
-    scores = {penalty: ridge_accuracy(ridge_fit(*train, penalty), *selection)
-              for penalty in PENALTIES}
+    fits = {penalty: ridge_fit(*train, penalty) for penalty in PENALTIES}
+    scores = {penalty: ridge_accuracy(fit, *selection) for penalty, fit in fits.items()}
     penalty = max(PENALTIES, key=lambda p: (scores[p], -p))  # ties: the larger penalty
     return {"penalty": penalty, "selection": scores[penalty],
-            "dev": ridge_accuracy(ridge_fit(*train, penalty), *dev)}
+            "dev": ridge_accuracy(fits[penalty], *dev)}
 
 
 def words_of(text):
