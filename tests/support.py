@@ -48,3 +48,20 @@ def original_module(name):
     """A module of the original release, e.g. "tokenization" or "create_pretraining_data"."""
     anchor_file("bert", f"{name}.py")
     return importlib.import_module(f"bert.{name}")
+
+
+
+def backend_env(backend, devices=1):
+    """The environment of a child process on Keras' `backend`, CPU only, with `devices` XLA
+    host devices on JAX.
+
+    With more than one device, a collective (the gradients' all-reduce) waits for every device's
+    thread; on 2 cores shared with another test process a thread can start late, so the
+    rendezvous gets 10 minutes before XLA aborts the process instead of its default 40 s.
+    """
+    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2",
+               CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu")
+    if devices > 1:
+        env["XLA_FLAGS"] = (f"--xla_force_host_platform_device_count={devices} "
+                            "--xla_cpu_collective_call_terminate_timeout_seconds=600")
+    return env

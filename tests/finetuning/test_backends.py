@@ -14,13 +14,14 @@ JAX is part of the test extra: a missing JAX fails here, it does not skip.
 """
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
+
+from support import backend_env
 
 _CHILD = textwrap.dedent('''
     import json, sys
@@ -82,8 +83,7 @@ def task_dir(tmp_path_factory):
 
 def _run(root, backend):
     output = str(root / f"run_{backend}.npz")
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2",
-               CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu")
+    env = backend_env(backend)
     process = subprocess.run([sys.executable, "-c", _CHILD, str(root), output], env=env,
                              capture_output=True, text=True, timeout=600)
     assert process.returncode == 0, process.stderr[-6000:]
@@ -180,9 +180,7 @@ def test_fine_tuning_on_two_jax_devices_takes_the_steps_of_one(task_dir):
     runs = {}
     for devices in (1, 2):
         output = str(task_dir / f"finetuned_on_{devices}")
-        env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2",
-                   CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu",
-                   XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}")
+        env = backend_env("jax", devices)
         process = subprocess.run([sys.executable, "-c", _RUN_CHILD, str(task_dir), output],
                                  env=env, capture_output=True, text=True, timeout=600)
         assert process.returncode == 0, process.stderr[-6000:]

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import pretraining_run_fixtures as fx
-from support import REPO_ROOT
+from support import REPO_ROOT, backend_env
 
 _CHILD = textwrap.dedent('''
     import json, sys
@@ -70,10 +70,7 @@ def start(tmp_path_factory):
 
 def _pretrain(root, backend, name=None, expect_error=False, devices=1, **overrides):
     output = str(root / (name or f"out_{backend}"))
-    env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2",
-               CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu")
-    if devices > 1:
-        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    env = backend_env(backend, devices)
     process = subprocess.run([sys.executable, "-c", _CHILD, str(root / "data.tfrecord"),
                               str(root / "init"), output, json.dumps(overrides)], env=env,
                              capture_output=True, text=True, timeout=600)
@@ -194,8 +191,7 @@ def test_a_jax_run_killed_after_a_checkpoint_resumes_to_the_same_weights(start, 
     from bert_keras.pretraining.output_dir import keras_checkpoints
 
     steps = 300
-    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2",
-               CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu")
+    env = backend_env("jax")
 
     def command(output_dir):
         return [sys.executable, os.path.join(REPO_ROOT, "tools", "run_pretraining.py"),
@@ -281,8 +277,7 @@ def test_the_jax_training_step_is_one_xla_program_without_host_calls(start):
     """Item 4 of the backend work: the step `fit` runs on JAX (forward, loss, backward, AdamW
     with accumulation and clipping) traces with static shapes into one jaxpr that `jax.jit`
     compiles, with no host callback in it (nothing leaves the device mid-step)."""
-    env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2",
-               CUDA_VISIBLE_DEVICES="", JAX_PLATFORMS="cpu")
+    env = backend_env("jax")
     process = subprocess.run([sys.executable, "-c", _JAXPR_CHILD, str(start / "data.tfrecord"),
                               str(start / "init")], env=env, capture_output=True, text=True,
                              timeout=600)
