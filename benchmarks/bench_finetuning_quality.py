@@ -238,13 +238,15 @@ def epoch_seconds(console_text):
     return seconds
 
 
-def run_ours(task, data_dir, model_dir, output_dir, limit, epochs, log_path, seed=SEED):
+def run_ours(task, data_dir, model_dir, output_dir, limit, epochs, log_path, seed=SEED,
+             dtype="auto"):
     command = [sys.executable, os.path.join(ROOT, "tools", "run_finetuning.py"),
                f"--task=glue/{task}", f"--data_dir={data_dir}", f"--init_model_dir={model_dir}",
                f"--output_dir={output_dir}", f"--learning_rate={LEARNING_RATE}",
                f"--train_batch_size={BATCH}", f"--num_train_epochs={epochs}",
                f"--max_seq_length={SEQ_LENGTH}", f"--warmup_proportion={WARMUP_PROPORTION}",
-               f"--weight_decay={WEIGHT_DECAY}", f"--dropout_rate={DROPOUT}", f"--seed={seed}"]
+               f"--weight_decay={WEIGHT_DECAY}", f"--dropout_rate={DROPOUT}", f"--seed={seed}",
+               f"--dtype={dtype}"]
     if limit is not None:
         command.append(f"--max_train_examples={limit}")
     env = dict(os.environ)
@@ -271,7 +273,14 @@ def run_ours(task, data_dir, model_dir, output_dir, limit, epochs, log_path, see
             "loss_per_epoch": train["loss_per_epoch"], "num_rows": train["num_rows"],
             "num_train_steps": train["num_train_steps"],
             "num_warmup_steps": train["num_warmup_steps"],
-            "epoch_seconds": epoch_seconds(console), "wall_seconds": wall}
+            "epoch_seconds": epoch_seconds(console), "wall_seconds": wall,
+            "dtype": compute_dtype(dtype, console)}
+
+
+def compute_dtype(flag, console):
+    """What ours computed in: the `--dtype` flag, or what "auto" became (the tool logs it)."""
+    chosen = re.search(r"--dtype=auto: (\w+)", console)
+    return chosen.group(1) if flag == "auto" and chosen else flag
 
 
 # ------------------------------------------------------------------------------- reference
@@ -428,7 +437,7 @@ def summarize(name, task, run, limit, epochs, load_start, load_end, labels, seed
         "dev_pearson": run["metrics"].get("pearson"),
         "dev_spearman": run["metrics"].get("spearman"),
         "loss_per_epoch": run["loss_per_epoch"], "epoch_seconds": seconds,
-        "train_seconds": train_seconds,
+        "train_seconds": train_seconds, "dtype": run.get("dtype", "float32"),
         "train_examples_per_second": examples / train_seconds if train_seconds else None,
         # Epochs after the first: without the first step's tracing (ours) or warm-up of caches.
         "later_epochs_examples_per_second": (later_steps * BATCH / sum(later)
@@ -470,6 +479,9 @@ def main():
     parser.add_argument("--num_train_epochs", type=int, default=EPOCHS,
                         help="3 for the recipe; 1 for a quick check of the script")
     parser.add_argument("--contenders", default="ours,hf_pytorch")
+    parser.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16"),
+                        help="ours' --dtype (default: the tool's own, auto: mixed bfloat16 on "
+                             "a CPU with bf16 units); the reference computes in float32")
     parser.add_argument("--seeds", default=str(SEED),
                         help="comma-separated seeds; each contender runs once per seed")
     parser.add_argument("--hf_dir", default=None,
@@ -545,7 +557,7 @@ def main():
                 if name == "ours":
                     run = run_ours(task, task_dir, model_dir, os.path.join(work, f"ours_{tag}"),
                                    limits[task], epochs, os.path.join(work, f"ours_{tag}.log"),
-                                   seed)
+                                   seed, args.dtype)
                 elif name == "hf_pytorch":
                     run = run_reference_process({
                         "task": task, "hf_dir": hf_dir, "data_dir": task_dir,
