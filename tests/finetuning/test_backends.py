@@ -171,6 +171,7 @@ _RUN_CHILD = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.alone
 def test_fine_tuning_on_two_jax_devices_takes_the_steps_of_one(task_dir):
     """`run_finetuning` on JAX with two XLA host devices (`keras.distribution.DataParallel`,
     each batch split between them) against one device: the same fine-tuned weights within

@@ -137,6 +137,7 @@ def test_gradient_accumulation_takes_the_same_steps_on_jax_and_tensorflow(start)
     assert _largest_difference(jax_dir, str(start / "init")) > 1e-3
 
 
+@pytest.mark.alone
 def test_data_parallel_over_two_devices_takes_the_steps_of_one(start):
     """`keras.distribution.DataParallel` over two (XLA host) devices: the batch split between
     them, the loss normalized over the whole batch, the same weights as one device."""
