@@ -12,7 +12,7 @@ import sys
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, TESTS_DIR)
 
-# The slowest files, slowest first (seconds of one process, both busy, 2 cores: at least 400
+# The slowest files, slowest first (seconds of one process, both busy, 2 cores: about 370
 # for the main job, 340 for the notebooks, 230 for the pre-training backends).
 SLOWEST_FILES = (
     "test_main_job.py",
