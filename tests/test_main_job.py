@@ -256,29 +256,16 @@ def test_another_random_initialization_does_not_pass_as_pre_trained(finished_job
     """A control of the fine-tuning stage itself: a "pre-trained" model that is only another
     random initialization is not reported as pre-training that helps. (The other control, the
     same initialization on both sides giving a margin of zero, runs on the comparison itself in
-    tests/finetuning/test_transfer.py; here the random side is checked to be that initialization.)"""
+    tests/finetuning/test_transfer.py.)"""
     import dataclasses
 
-    from bert_keras.finetuning.sweep import random_encoder_weights
-    from bert_keras.modeldir import model_dir as model_dir_lib
-
     options, _ = finished_job
+    assert options.seed != 7
     # Half the headline's labelled rows: the control holds at any size, and the suite stays short.
     options = dataclasses.replace(options, work_dir=str(tmp_path / "work"),
                                   finetune_train_examples=500, learning_curve=(500,))
     paths = options.paths()
-    main_job.write_random_init_model_dir(finished_job[0].paths()["model"], paths["model"],
-                                         7)
-    # The job's random side, written the same way with the job's seed, is a model directory
-    # whose weights are the ones the comparison starts that side from.
-    same_dir = str(tmp_path / "same")
-    main_job.write_random_init_model_dir(finished_job[0].paths()["model"], same_dir, options.seed)
-    config = model_dir_lib.read_config(same_dir)
-    written, expected = model_dir_lib.read_weights(same_dir), random_encoder_weights(config, options.seed)
-    assert sorted(written) == sorted(expected)
-    for name in expected:
-        np.testing.assert_array_equal(np.asarray(written[name]), np.asarray(expected[name]), name)
-
+    main_job.write_random_init_model_dir(finished_job[0].paths()["model"], paths["model"], 7)
     result = main_job.finetune_stage(options, paths)
     pre, rand = result["sides"][main_job.PRETRAINED], result["sides"][main_job.RANDOM_INIT]
     assert not result["pretraining_clearly_helps"], result["margin"]
