@@ -1,11 +1,11 @@
 """Fine-tuning step for step against Hugging Face + PyTorch: the same weights, head and batches.
 
-Dropout is off on both sides (unless `--dropout_rate`), so every step is deterministic: ours (`build_classifier` of the
-GLUE task, `create_finetuning_optimizer`, Keras' `train_on_batch`) and the reference
-(`transformers.BertForSequenceClassification`, `torch.optim.AdamW` with the same parameter
-groups and a `LambdaLR` of the same schedule, clipping at 1.0) start from the converted MiniLM
-weights and *our* randomly initialized head (copied into the reference), then see the same rows
-in the same order. The loss of every batch before its update is recorded on both sides; where
+Dropout is off on both sides (unless `--dropout_rate`), so every step is deterministic: ours
+(`build_classifier` of the GLUE task, `create_finetuning_optimizer`, Keras' `train_on_batch`) and
+the reference (`transformers.BertForSequenceClassification`, `torch.optim.AdamW` with the same
+parameter groups and a `LambdaLR` of the same schedule, clipping at 1.0) start from the converted
+MiniLM weights and *our* randomly initialized head (copied into the reference), then see the same
+rows in the same order. The loss of every batch before its update is recorded on both sides; where
 the two trajectories part (beyond float32 rounding, 1e-4) names the first step whose update
 differs. After training, both are scored on the held-out rows.
 
@@ -194,8 +194,7 @@ def silver_swag_folder(work, train_rows, dev_rows, seed=0):
             for index, (first, second) in enumerate(part):
                 start, ending = second.split(" ", 1)
                 drawn = rng.sample([i for i in range(len(part)) if i != index], 3)
-                others = [part[i][1].split(" ", 1)[1] for i in drawn]
-                endings = others[:]
+                endings = [part[i][1].split(" ", 1)[1] for i in drawn]
                 label = rng.randrange(4)
                 endings.insert(label, ending)
                 writer.writerow([index, f"books_{index}", 0, f"{first} {start}", first, start,
@@ -551,6 +550,7 @@ def seed_summary(runs):
                           "values": [run[f"dev_{side}"][name] for run in runs]}
                    for side in ("ours", "reference")}
             for name in runs[0]["dev_ours"]}
+
 
 if __name__ == "__main__":
     main()
