@@ -127,6 +127,12 @@ def median(values):
     return statistics.median(values)
 
 
+def mean_and_spread(values):
+    """{"mean", "std" (population, as numpy's default), "values"} of per-seed scores."""
+    values = [float(value) for value in values]
+    return {"mean": statistics.fmean(values), "std": statistics.pstdev(values), "values": values}
+
+
 def print_table(rows, columns):
     """Prints a list of dicts as a fixed-width text table with the given columns."""
     def text(value):

@@ -463,9 +463,7 @@ def seed_summary(rows):
     for task in summary.values():
         for entry in task.values():
             for metric in [m for m in entry if m != "seeds"]:
-                values = entry[metric]
-                entry[metric] = {"mean": float(np.mean(values)), "std": float(np.std(values)),
-                                 "values": values}
+                entry[metric] = bench_common.mean_and_spread(entry[metric])
     return summary
 
 

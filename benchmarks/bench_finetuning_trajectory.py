@@ -545,9 +545,7 @@ def main():
 
 def seed_summary(runs):
     """Each dev score's mean and standard deviation over the runs, per side."""
-    return {name: {side: {"mean": float(np.mean([run[f"dev_{side}"][name] for run in runs])),
-                          "std": float(np.std([run[f"dev_{side}"][name] for run in runs])),
-                          "values": [run[f"dev_{side}"][name] for run in runs]}
+    return {name: {side: bench_common.mean_and_spread([run[f"dev_{side}"][name] for run in runs])
                    for side in ("ours", "reference")}
             for name in runs[0]["dev_ours"]}
 
