@@ -1,8 +1,8 @@
 """From raw strings: bert_keras preprocessor + encoder SavedModels against HF fast tokenizer + PyTorch model.
 
 Both sides hold the same real MiniLM-L6-H384 uncased weights and vocabulary and turn a batch of
-raw WikiText sentences (the corpus split by `bert_keras.text.sentence_splitting`, at least 20
-characters) into float32 sequence outputs, two ways:
+raw WikiText sentences (the corpus split by `bert_keras.text.sentence_splitting`, at least
+`--min_sentence_chars`, 20 by default) into float32 sequence outputs, two ways:
 
 - `max_length`: packed/padded to a fixed length (the TF Hub preprocessor's contract). Ours:
   `preprocessor(strings)`; peer: `BertTokenizerFast(padding="max_length", truncation=True)`.
@@ -145,7 +145,10 @@ def task_pair_rows(args, hf_dir, sentences, root):
         contenders = {"ours_task_savedmodel": ours, "hf_fast_torch_classifier": peer}
         diff = float(np.max(np.abs(ours() - peer())))
         shared = {"batch": batch_size, "padding": "longest (pairs)",
-                  "seq_length": args.seq_length, "max_abs_diff": diff}
+                  "seq_length": args.seq_length, "max_abs_diff": diff,
+                  "padded_length": {"hf": int(hf_tokenizer(
+                      first, second, padding="longest", truncation="longest_first",
+                      max_length=args.seq_length, return_tensors="np")["input_ids"].shape[1])}}
         if onnx_run is not None:
             contenders["hf_fast_onnxruntime_classifier"] = onnx
             shared["max_abs_diff_onnxruntime"] = float(np.max(np.abs(ours() - onnx())))
@@ -167,6 +170,9 @@ def main(argv=None):
     parser.add_argument("--seq_length", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--paddings", default="max_length,longest")
+    parser.add_argument("--min_sentence_chars", type=int, default=20,
+                        help="Shortest sentence taken (batch 1 times the first ones: longer "
+                             "sentences show the latency at other lengths)")
     parser.add_argument("--task_pairs", default=True, action=argparse.BooleanOptionalAction)
     parser.add_argument("--onnxruntime", default=True, action=argparse.BooleanOptionalAction,
                         help="Also time ONNX Runtime on the same weights (needs onnxruntime, onnx).")
@@ -212,7 +218,7 @@ def main(argv=None):
         from bert_keras.text.sentence_splitting import split_sentences
 
         sentences = [s for line in bench_common.read_lines(args.corpus, 2000, min_chars=20)
-                     for s in split_sentences(line) if len(s) >= 20]
+                     for s in split_sentences(line) if len(s) >= args.min_sentence_chars]
         for padding in args.paddings.split(","):
             for batch_size in [int(b) for b in args.batch_sizes.split(",")]:
                 lines = sentences[:batch_size]
