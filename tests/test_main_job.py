@@ -275,14 +275,10 @@ def test_another_random_initialization_does_not_pass_as_pre_trained(finished_job
 
 @pytest.mark.parametrize("flag,message", [
     ("--finetune_train_examples=100000", "labelled rows"),
-    ("--finetune_train_examples=0", "--finetune_train_examples"),
-    ("--finetune_train_examples=-3", "--finetune_train_examples"),
     ("--learning_curve=100,x", "--learning_curve"),
-    ("--finetune_learning_rates=-1e-3", "--finetune_learning_rates"),
-    ("--num_train_steps=0", "--num_train_steps must be positive"),
-    ("--max_seq_length=1000", "exceeds the 512 positions"),
 ])
 def test_bad_comparison_flags_stop_the_job_before_anything_is_written(flag, message, tmp_path):
+    """Through the command line: a flag the parser refuses and one the data refuses."""
     work_dir = tmp_path / "work"
     completed = subprocess.run(
         [sys.executable, "-c", "from bert_keras.main_job import cli_main; cli_main()",
@@ -291,6 +287,22 @@ def test_bad_comparison_flags_stop_the_job_before_anything_is_written(flag, mess
     last = completed.stderr.strip().splitlines()[-1]
     assert last.startswith("bert-keras-main: error: ") and message in last, last
     assert "Traceback" not in completed.stderr
+    assert not work_dir.exists()
+
+
+@pytest.mark.parametrize("setting,message", [
+    (dict(finetune_train_examples=0), "(--finetune_train_examples)"),
+    (dict(finetune_train_examples=-3), "(--finetune_train_examples)"),
+    (dict(finetune_learning_rates=(-1e-3,)), "(--finetune_learning_rates)"),
+    (dict(num_train_steps=0), "--num_train_steps must be positive"),
+    (dict(max_seq_length=1000), "exceeds the 512 positions"),
+])
+def test_bad_settings_stop_the_job_before_anything_is_written(setting, message, tmp_path):
+    """The same checks in the library (the command line prints these messages as its error)."""
+    work_dir = tmp_path / "work"
+    with pytest.raises(ValueError) as raised:
+        main_job.run_main_job(main_job.MainJobOptions(work_dir=str(work_dir), **setting))
+    assert message in str(raised.value), raised.value
     assert not work_dir.exists()
 
 
