@@ -146,6 +146,16 @@ def heldout_paragraphs(path=None):
             for paragraph in document]
 
 
+def silver_split(items, train_rows, dev_rows, what, work, name):
+    """(folder `work/name`, made; the first `train_rows` items; the last `dev_rows`), or an
+    exit naming how many `what` the books give when they are too few."""
+    if len(items) < train_rows + dev_rows:
+        sys.exit(f"the books give {len(items)} {what}; ask for fewer --train_rows")
+    folder = os.path.join(work, name)
+    os.makedirs(folder, exist_ok=True)
+    return folder, items[:train_rows], items[-dev_rows:]
+
+
 def silver_conll_folder(work, train_rows, dev_rows=300):
     """train.txt and dev.txt in the CoNLL layout from the bundled books' held-out pages: each
     sentence's words, a run of capitalized words after the first word tagged B-MISC, I-MISC."""
@@ -153,12 +163,9 @@ def silver_conll_folder(work, train_rows, dev_rows=300):
 
     sentences = [words for paragraph in heldout_paragraphs() for sentence in paragraph
                  for words in [re.findall(CONLL_WORDS, sentence)] if 4 <= len(words) <= 40]
-    if len(sentences) < train_rows + dev_rows:
-        sys.exit(f"the books give {len(sentences)} sentences; ask for fewer --train_rows")
-    folder = os.path.join(work, "silver_conll")
-    os.makedirs(folder, exist_ok=True)
-    for name, part in (("train.txt", sentences[:train_rows]),
-                       ("dev.txt", sentences[-dev_rows:])):
+    folder, train, dev = silver_split(sentences, train_rows, dev_rows, "sentences", work,
+                                      "silver_conll")
+    for name, part in (("train.txt", train), ("dev.txt", dev)):
         lines = ["-DOCSTART- -X- -X- O", ""]
         for words in part:
             previous = "O"
@@ -188,14 +195,12 @@ def silver_swag_folder(work, train_rows, dev_rows, seed=0):
 
     pairs = [(first, second) for sentences in heldout_paragraphs()
              for first, second in zip(sentences, sentences[1:]) if usable(first) and usable(second)]
-    if len(pairs) < train_rows + dev_rows:
-        sys.exit(f"the books give {len(pairs)} sentence pairs; ask for fewer --train_rows")
+    folder, train, dev = silver_split(pairs, train_rows, dev_rows, "sentence pairs", work,
+                                      "silver_swag")
     rng = random.Random(seed)
     header = ["", "video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-source",
               "ending0", "ending1", "ending2", "ending3", "label"]
-    folder = os.path.join(work, "silver_swag")
-    os.makedirs(folder, exist_ok=True)
-    for name, part in (("train.csv", pairs[:train_rows]), ("val.csv", pairs[-dev_rows:])):
+    for name, part in (("train.csv", train), ("val.csv", dev)):
         with open(os.path.join(folder, name), "w", encoding="utf-8", newline="") as f:
             writer = csv.writer(f)
             writer.writerow(header)
@@ -242,12 +247,9 @@ def silver_squad_folder(work, train_rows, dev_rows, seed=0):
         questions.append({"context": context, "qas": [{
             "id": f"books_{len(questions)}", "question": question + " ?",
             "answers": [{"text": match.group(1), "answer_start": start}]}]})
-    if len(questions) < train_rows + dev_rows:
-        sys.exit(f"the books give {len(questions)} questions; ask for fewer --train_rows")
-    folder = os.path.join(work, "silver_squad")
-    os.makedirs(folder, exist_ok=True)
-    for name, part in (("train-v1.1.json", questions[:train_rows]),
-                       ("dev-v1.1.json", questions[-dev_rows:])):
+    folder, train, dev = silver_split(questions, train_rows, dev_rows, "questions", work,
+                                      "silver_squad")
+    for name, part in (("train-v1.1.json", train), ("dev-v1.1.json", dev)):
         with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
             json.dump({"version": "1.1", "data": [{"title": "books", "paragraphs": part}]}, f)
     return folder
