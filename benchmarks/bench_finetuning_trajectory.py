@@ -134,15 +134,15 @@ def sample_folder(task, work):
 CONLL_WORDS = r"[A-Za-z]+|\d+|[^\sA-Za-z\d]"
 
 
-def heldout_paragraphs(path=None):
-    """The bundled books' held-out pages (or the pages of `path`): a list of sentences per
-    paragraph."""
-    from bert_keras.data.bundled import BOOKS_HELDOUT_FILE
+def book_paragraphs(held_out=True):
+    """The bundled books' held-out pages (`held_out=False`: their training pages): a list of
+    sentences per paragraph."""
+    from bert_keras.data.bundled import BOOKS_HELDOUT_FILE, BOOKS_TRAIN_FILE
     from bert_keras.data.corpus import iter_documents
     from bert_keras.text.sentence_splitting import split_sentences
 
-    return [split_sentences(paragraph)
-            for document in iter_documents([path or BOOKS_HELDOUT_FILE], "paragraphs")
+    path = BOOKS_HELDOUT_FILE if held_out else BOOKS_TRAIN_FILE
+    return [split_sentences(paragraph) for document in iter_documents([path], "paragraphs")
             for paragraph in document]
 
 
@@ -161,7 +161,7 @@ def silver_conll_folder(work, train_rows, dev_rows=300):
     sentence's words, a run of capitalized words after the first word tagged B-MISC, I-MISC."""
     import re
 
-    sentences = [words for paragraph in heldout_paragraphs() for sentence in paragraph
+    sentences = [words for paragraph in book_paragraphs() for sentence in paragraph
                  for words in [re.findall(CONLL_WORDS, sentence)] if 4 <= len(words) <= 40]
     folder, train, dev = silver_split(sentences, train_rows, dev_rows, "sentences", work,
                                       "silver_conll")
@@ -193,7 +193,7 @@ def silver_swag_folder(work, train_rows, dev_rows, seed=0):
     def usable(sentence):
         return " " in sentence and 4 <= len(re.findall(CONLL_WORDS, sentence)) <= 30
 
-    pairs = [(first, second) for sentences in heldout_paragraphs()
+    pairs = [(first, second) for sentences in book_paragraphs()
              for first, second in zip(sentences, sentences[1:]) if usable(first) and usable(second)]
     folder, train, dev = silver_split(pairs, train_rows, dev_rows, "sentence pairs", work,
                                       "silver_swag")
@@ -225,12 +225,10 @@ def silver_squad_folder(work, train_rows, dev_rows, seed=0):
     import random
     import re
 
-    from bert_keras.data.bundled import BOOKS_TRAIN_FILE
-
     name_run = re.compile(r"(?<= )([A-Z][a-z]+(?: [A-Z][a-z]+)*)")
     rng = random.Random(seed)
     questions = []
-    for sentences in heldout_paragraphs(BOOKS_TRAIN_FILE):
+    for sentences in book_paragraphs(held_out=False):
         context = " ".join(sentences)
         if len(sentences) < 2 or len(context.split()) > 120:
             continue
