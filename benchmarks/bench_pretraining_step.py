@@ -5,13 +5,16 @@ backward, AdamW update. `ours` and keras-hub run the same `tf.function` step ove
 (the masked LM head gathers the 20 positions before the vocabulary projection); keras-hub gets its
 `MaskedLMHead` and a 2-way dense layer on its pooled output for NSP. PyTorch runs
 `BertForPreTraining`, whose head projects every position (its design), with `torch.optim.AdamW`.
-`ours_trainer` is what `run_pretraining.py` runs: the package's step function, with clipping
+`ours_no_attention_dropout` is `ours` with attention dropout 0, and `ours_fused` that model with
+`attention_implementation="fused"` (cuDNN flash attention on the JAX backend on a GPU); the
+other dropout stays. `ours_trainer` is what `run_pretraining.py` runs: the package's step function, with clipping
 and the package's AdamW. Precisions: float32, and mixed bfloat16 (Keras `mixed_bfloat16`;
 PyTorch `torch.autocast` bf16).
 Contenders run interleaved, median of the rounds; ratio = peer time / our time.
 
     python benchmarks/bench_pretraining_step.py                  # small (batch 32) and base (batch 8)
     python benchmarks/bench_pretraining_step.py --models=small:16 --rounds=5
+    python benchmarks/bench_pretraining_step.py --models=small:16:512   # PRESET:BATCH[:SEQ]
 
 On a GPU the Keras contenders run on the JAX backend, which compiles the step with XLA, and
 PyTorch on CUDA; `--peak_tflops` adds model FLOPs utilization, `--profile_dir` a kernel profile:
@@ -123,13 +126,16 @@ def _jax_train_step(model, model_inputs, model_outputs, optimizer):
             loss, new_state = step(tuple(state), arrays)
             state[:] = new_state
             return float(loss)
+        # What JAX emits for the step: cuDNN's fused attention is a custom call named so.
+        run.cudnn_attention = "cudnn$fmha" in step.lower(tuple(state), arrays).as_text()
         return run
     return prepare
 
 
-def ours(config, policy, jit_compile=False):
+def ours(config, policy, jit_compile=False, attention_implementation="softmax"):
     from bert_keras.model.pretraining_model import build_pretraining_model
-    model = build_pretraining_model(config, dtype=policy)
+    model = build_pretraining_model(config, dtype=policy,
+                                    attention_implementation=attention_implementation)
     names = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
     return keras_train_step(
         model, lambda batch: {k: batch[k] for k in names},
@@ -294,12 +300,16 @@ def main(argv=None):
     import keras
     from bert_keras.model.config import BertConfig
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="small:32,base:8", help="PRESET:BATCH, comma separated")
+    parser.add_argument("--models", default="small:32,base:8",
+                        help="PRESET:BATCH or PRESET:BATCH:SEQ (default seq: --seq_length), "
+                             "comma separated")
     parser.add_argument("--precisions", default="float32,bfloat16")
     parser.add_argument("--seq_length", type=int, default=128)
     parser.add_argument("--contenders", default="ours,ours_trainer,keras_hub,hf_torch",
                         help="ours: our model in the same generic step as keras-hub's (Keras "
-                             "AdamW); ours_trainer: the package's own training step")
+                             "AdamW); ours_no_attention_dropout, ours_fused: the same with "
+                             "attention dropout 0, softmax or fused attention; ours_trainer: the "
+                             "package's own training step")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps_per_round", type=int, default=1,
                         help="steps timed together per round (more for fast accelerators)")
@@ -319,13 +329,15 @@ def main(argv=None):
     load_start = bench_common.load_average()
     rows, measured_peaks = [], {}
     for item in args.models.split(","):
-        preset, batch_size = item.split(":")
+        preset, batch_size, seq_length = (item.split(":") + [args.seq_length])[:3]
+        seq_length = int(seq_length)
         config = BertConfig.from_preset(preset)
         if args.no_dropout:
             config = dataclasses.replace(config, hidden_dropout_prob=0.0,
                                          attention_probs_dropout_prob=0.0)
-        batch = make_batch(config, int(batch_size), args.seq_length)
-        flops = train_flops_per_step(config, int(batch_size), args.seq_length)
+        no_attention_dropout = dataclasses.replace(config, attention_probs_dropout_prob=0.0)
+        batch = make_batch(config, int(batch_size), seq_length)
+        flops = train_flops_per_step(config, int(batch_size), seq_length)
         for precision in args.precisions.split(","):
             policy = "mixed_bfloat16" if precision == "bfloat16" else "float32"
             if keras.backend.backend() == "jax" and precision not in measured_peaks:
@@ -333,6 +345,12 @@ def main(argv=None):
             prepares = {}
             if "ours" in wanted:
                 prepares["ours"] = ours(config, policy, args.jit_compile)
+            if "ours_no_attention_dropout" in wanted:
+                prepares["ours_no_attention_dropout"] = ours(no_attention_dropout, policy,
+                                                             args.jit_compile)
+            if "ours_fused" in wanted:
+                prepares["ours_fused"] = ours(no_attention_dropout, policy, args.jit_compile,
+                                              attention_implementation="fused")
             if "ours_trainer" in wanted and keras.backend.backend() == "tensorflow":
                 prepares["ours_trainer"] = ours_trainer(config, policy, args.jit_compile)
             if "keras_hub" in wanted:
@@ -342,27 +360,43 @@ def main(argv=None):
                     print(f"keras-hub not available ({error})")
             if "hf_torch" in wanted:
                 prepares["hf_torch"] = hf_peer(config, precision)
-            contenders = {}
+            contenders, cudnn_attention = {}, {}
             for name, prepare in prepares.items():
-                run = prepare(batch)
+                try:  # one contender that fails (out of memory, a kernel missing) skips alone
+                    run = prepare(batch)
+                    run()
+                except Exception as error:  # noqa: BLE001 (reported, and the row is left out)
+                    print(f"{name} {preset} batch {batch_size} seq {seq_length} failed: "
+                          f"{type(error).__name__}: {str(error)[:2000]}", flush=True)
+                    continue
+                if hasattr(run, "cudnn_attention"):
+                    cudnn_attention[name] = run.cudnn_attention
                 contenders[name] = (lambda run: lambda: [run() for _ in
                                                           range(args.steps_per_round)])(run)
             times = bench_common.interleaved_timings(contenders, args.rounds, warmup=2)
+            kernel_ms = {}
             if args.profile_dir and keras.backend.backend() == "jax":
-                for name in set(prepares) - {"hf_torch"}:
-                    trace_dir = os.path.join(args.profile_dir, f"{preset}_{batch_size}_{name}")
+                for name in sorted(set(contenders) - {"hf_torch"}):
+                    trace_dir = os.path.join(args.profile_dir,
+                                             f"{preset}_{batch_size}_{seq_length}_{name}")
                     path, kernels = trace_gpu_kernels(contenders[name], trace_dir,
                                                       args.steps_per_round)
                     print("trace:", path)
-                    print_kernels(f"{name} {preset} batch {batch_size}", kernels)
+                    print_kernels(f"{name} {preset} batch {batch_size} seq {seq_length}", kernels)
+                    kernel_ms[name] = sum(us for us, _ in kernels.values()) / 1000
             medians = {name: bench_common.median(t) / args.steps_per_round
                        for name, t in times.items()}
             case_rows = []
             for name, seconds in medians.items():
-                row = {"model": preset, "batch": int(batch_size), "precision": precision,
+                row = {"model": preset, "batch": int(batch_size), "seq_length": seq_length,
+                       "precision": precision,
                        "contender": name, "median_s": seconds,
                        "seq_per_s": int(batch_size) / seconds, "times_s": times[name],
                        "model_tflops_per_s": flops / seconds / 1e12}
+                if name in kernel_ms:
+                    row["gpu_kernel_ms_per_step"] = kernel_ms[name]
+                if name in cudnn_attention:
+                    row["cudnn_attention"] = cudnn_attention[name]
                 if args.peak_tflops:
                     row["mfu"] = row["model_tflops_per_s"] / args.peak_tflops
                 if name.startswith("ours"):
@@ -403,8 +437,9 @@ def free_accelerator_memory():
         torch.cuda.empty_cache()
 
 
-COLUMNS = ["model", "batch", "precision", "contender", "median_s", "seq_per_s",
-           "model_tflops_per_s", "mfu", "ratio_vs_keras_hub", "ratio_vs_hf_torch"]
+COLUMNS = ["model", "batch", "seq_length", "precision", "contender", "median_s", "seq_per_s",
+           "model_tflops_per_s", "mfu", "gpu_kernel_ms_per_step", "cudnn_attention",
+           "ratio_vs_keras_hub", "ratio_vs_hf_torch"]
 
 if __name__ == "__main__":
     main()

@@ -34,7 +34,8 @@ def encoder_inputs(seq_length=None):
     return {name: keras.Input(shape=(seq_length,), dtype="int32", name=name) for name in INPUT_NAMES}
 
 
-def build_encoder(config, causal=None, dtype=None, name="bert_encoder"):
+def build_encoder(config, causal=None, dtype=None, name="bert_encoder",
+                  attention_implementation="softmax"):
     """Builds the BERT encoder for a `BertConfig`, randomly initialized.
 
     Inputs (dict of int32 [batch, seq_length]): `input_word_ids`, `input_mask` (1 = real token),
@@ -47,6 +48,9 @@ def build_encoder(config, causal=None, dtype=None, name="bert_encoder"):
       causal: attend only to earlier positions (the paper's left-to-right ablation); None
         (default): the config's `causal_attention`.
       dtype: a Keras dtype policy name, e.g. "mixed_bfloat16"; default the global policy.
+      attention_implementation: "softmax" (the original's arithmetic) or "fused" (one
+        `keras.ops.dot_product_attention` per layer: cuDNN flash attention on the JAX backend on
+        a GPU; needs `attention_probs_dropout_prob=0` to train). The weights are the same.
 
     Example:
 
@@ -78,6 +82,7 @@ def build_encoder(config, causal=None, dtype=None, name="bert_encoder"):
             hidden_dropout_rate=config.hidden_dropout_prob,
             attention_dropout_rate=config.attention_probs_dropout_prob,
             initializer_range=config.initializer_range, layer_norm_eps=config.layer_norm_eps,
+            attention_implementation=attention_implementation,
             name=f"transformer_layer_{index}", dtype=dtype)
         hidden_states = block(hidden_states, attention_mask)
         encoder_outputs.append(hidden_states)

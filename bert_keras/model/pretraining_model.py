@@ -7,7 +7,8 @@ from bert_keras.model.encoder import build_encoder, encoder_inputs
 from bert_keras.model.pretraining_heads import MaskedLMHead, NextSentenceHead
 
 
-def build_pretraining_model(config, encoder=None, causal=None, next_sentence=True, dtype=None):
+def build_pretraining_model(config, encoder=None, causal=None, next_sentence=True, dtype=None,
+                            attention_implementation="softmax"):
     """The pre-training model on top of an encoder.
 
     Inputs: the encoder's three int32 [batch, seq_length] inputs and `masked_lm_positions`
@@ -15,6 +16,7 @@ def build_pretraining_model(config, encoder=None, causal=None, next_sentence=Tru
     Outputs: `mlm_logits` float32 [batch, max_predictions_per_seq, vocab_size] and, unless
     `next_sentence=False` (the paper's "No NSP" ablation), `next_sentence_logits` float32 [batch, 2].
     `causal`: the encoder's attention mask (see `build_encoder`; None: the config's).
+    `attention_implementation`: "softmax" or "fused", see `build_encoder`.
 
     Example:
 
@@ -23,7 +25,8 @@ def build_pretraining_model(config, encoder=None, causal=None, next_sentence=Tru
     >>> sorted(model.output)
     ['mlm_logits', 'next_sentence_logits']
     """
-    encoder = encoder or build_encoder(config, causal=causal, dtype=dtype)
+    encoder = encoder or build_encoder(config, causal=causal, dtype=dtype,
+                                       attention_implementation=attention_implementation)
     inputs = encoder_inputs()
     inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32",
                                                 name="masked_lm_positions")

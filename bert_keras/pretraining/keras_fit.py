@@ -242,7 +242,8 @@ def _build_trainer(options, setup):
     keras.utils.set_random_seed(options.seed)
     model = build_pretraining_model(
         setup.config, causal=options.left_to_right, next_sentence=options.uses_next_sentence,
-        dtype=None if options.mixed_precision == "float32" else options.mixed_precision)
+        dtype=None if options.mixed_precision == "float32" else options.mixed_precision,
+        attention_implementation=options.attention_implementation)
     return PretrainingTrainer(model), pretraining_weight_map(model)
 
 

@@ -59,6 +59,10 @@ def resolve_model_setup(options):
                             directions[setup.config.causal_attention],
                             directions[options.left_to_right])
         setup.config = dataclasses.replace(setup.config, causal_attention=options.left_to_right)
+    if options.fused_attention and setup.config.attention_probs_dropout_prob:
+        logging.info("fused attention: attention_probs_dropout_prob %s -> 0",
+                     setup.config.attention_probs_dropout_prob)
+        setup.config = dataclasses.replace(setup.config, attention_probs_dropout_prob=0.0)
     return setup
 
 

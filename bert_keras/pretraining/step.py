@@ -46,7 +46,8 @@ def build_training_state(config, strategy, options, with_optimizer=True):
     with strategy.scope():
         model = build_pretraining_model(config, causal=options.left_to_right,
                                         next_sentence=options.uses_next_sentence,
-                                        dtype=_dtype_policy(options.mixed_precision))
+                                        dtype=_dtype_policy(options.mixed_precision),
+                                        attention_implementation=options.attention_implementation)
         variable_map = pretraining_weight_map(model)
         mapped = {id(v) for v in variable_map.values()}
         for variable in model.trainable_variables:

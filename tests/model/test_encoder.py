@@ -159,13 +159,59 @@ def test_an_older_left_to_right_directory_is_read_as_causal(tmp_path):
     BertEmbeddings(vocab_size=11, hidden_size=8, max_position_embeddings=9, type_vocab_size=3,
                    layer_norm_eps=1e-6, dropout_rate=0.2),
     SelfAttention(num_heads=2, hidden_size=8, attention_dropout_rate=0.3),
+    SelfAttention(num_heads=2, hidden_size=8, attention_dropout_rate=0.0,
+                  attention_implementation="fused"),
     TransformerBlock(num_heads=2, hidden_size=8, intermediate_size=16, hidden_act="relu"),
+    TransformerBlock(num_heads=2, hidden_size=8, intermediate_size=16, attention_dropout_rate=0.0,
+                     attention_implementation="fused"),
     Pooler(hidden_size=8, initializer_range=0.5),
 ])
 def test_layers_round_trip_through_get_config(layer):
     config = layer.get_config()
     clone = type(layer).from_config(config)
     assert clone.get_config() == config
+
+
+def test_fused_attention_matches_the_numpy_reference_and_the_softmax_gradients():
+    import tensorflow as tf
+    # No dropout at all, so that training steps of the two compare.
+    config = BertConfig.from_preset("tiny", vocab_size=60, max_position_embeddings=32,
+                                    attention_probs_dropout_prob=0.0, hidden_dropout_prob=0.0)
+    arrays = random_weights(checkpoint_names.encoder_weight_shapes(config), seed=2, scale=0.2)
+    ids, mask, types = _batch_with_padding(config.vocab_size, [9, 4, 12], seq_length=12)
+    weights = tf.constant(np.random.default_rng(0).normal(size=(3, 12, config.hidden_size)),
+                          tf.float32)
+    gradients = {}
+    for implementation in ("softmax", "fused"):
+        encoder = bert_keras.build_encoder(config, attention_implementation=implementation)
+        checkpoint_names.assign_weights(checkpoint_names.encoder_weight_map(encoder), arrays)
+        with tf.GradientTape() as tape:
+            sequence = _run(encoder, ids, mask, types, training=True)["sequence_output"]
+            loss = tf.reduce_sum(sequence * weights * mask[:, :, None])
+        gradients[implementation] = [  # None: the pooler, which the loss does not read
+            None if g is None else tf.convert_to_tensor(g).numpy()
+            for g in tape.gradient(loss, encoder.trainable_variables)]
+        reference, _, _ = numpy_bert(arrays, config, ids, mask, types)
+        # Padded positions are not compared: each implementation fills them its own way.
+        real = mask.astype(bool)
+        np.testing.assert_allclose(_run(encoder, ids, mask, types)["sequence_output"].numpy()[real],
+                                   reference[real], atol=1e-4)
+    assert sum(g is not None for g in gradients["fused"]) > 10
+    for fused, softmax in zip(gradients["fused"], gradients["softmax"]):
+        assert (fused is None) == (softmax is None)
+        if fused is not None:
+            np.testing.assert_allclose(fused, softmax, atol=1e-4)
+    assert _earlier_positions_change(
+        bert_keras.build_encoder(dataclasses.replace(config, causal_attention=True),
+                                 attention_implementation="fused"), 60) < 1e-6
+
+
+def test_fused_attention_refuses_attention_dropout():
+    config = BertConfig.from_preset("tiny", vocab_size=60)
+    with pytest.raises(ValueError, match="attention_probs_dropout_prob to 0"):
+        bert_keras.build_encoder(config, attention_implementation="fused")
+    with pytest.raises(ValueError, match="must be one of"):
+        bert_keras.build_encoder(config, attention_implementation="flash")
 
 
 def test_mixed_bfloat16_encoder_stays_close_to_float32():

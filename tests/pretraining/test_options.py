@@ -27,3 +27,16 @@ def test_settings_that_would_train_on_nonsense_are_refused(field, value, message
     PretrainingOptions(**VALID).validate()
     with pytest.raises(ValueError, match=message):
         PretrainingOptions(**dict(VALID, **{field: value})).validate()
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_fused_attention_trains_without_attention_dropout_and_says_so(tmp_path, fused):
+    from bert_keras.pretraining.output_dir import resolve_model_setup
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]) + "\n")
+    options = PretrainingOptions(**dict(VALID, vocab_file=str(vocab), output_dir=str(tmp_path / "o"),
+                                        fused_attention=fused))
+    config = resolve_model_setup(options).config
+    assert options.attention_implementation == ("fused" if fused else "softmax")
+    assert config.attention_probs_dropout_prob == (0.0 if fused else 0.1)
+    assert config.hidden_dropout_prob == 0.1

@@ -9,6 +9,24 @@ from keras import ops
 # their probability is exactly 0.
 _MASK_ADDER = -10000.0
 
+# "softmax": the original's arithmetic (scores, float32 softmax, dropout on the probabilities,
+# context). "fused": one `keras.ops.dot_product_attention` call, which on the JAX backend on a
+# recent NVIDIA GPU is cuDNN's flash attention under mixed precision (no [batch, heads, seq, seq]
+# tensor in memory) and elsewhere XLA's or the backend's own composition. It has no dropout on
+# the attention probabilities, so a layer that trains with it needs an attention dropout rate 0.
+ATTENTION_IMPLEMENTATIONS = ("softmax", "fused")
+
+
+def check_attention_implementation(attention_implementation, attention_dropout_rate):
+    """Raises ValueError for an unknown implementation, or "fused" with attention dropout."""
+    if attention_implementation not in ATTENTION_IMPLEMENTATIONS:
+        raise ValueError(f"attention_implementation must be one of {ATTENTION_IMPLEMENTATIONS}, "
+                         f"got {attention_implementation!r}")
+    if attention_implementation == "fused" and attention_dropout_rate:
+        raise ValueError(
+            "attention_implementation='fused' has no dropout on the attention probabilities; "
+            f"set attention_probs_dropout_prob to 0 (got {attention_dropout_rate})")
+
 
 def attention_mask_from_input_mask(input_mask, causal=False):
     """Additive float32 attention bias from a padding mask.
@@ -30,7 +48,9 @@ def attention_mask_from_input_mask(input_mask, causal=False):
 class SelfAttention(keras.layers.Layer):
     """BERT self-attention: query/key/value projections, per-head softmax, output projection.
 
-    The softmax runs in float32 under mixed precision.
+    The softmax runs in float32 under mixed precision. `attention_implementation="fused"`
+    computes the same function in one `keras.ops.dot_product_attention` call (cuDNN flash
+    attention on the JAX backend on a GPU) and needs `attention_dropout_rate=0`.
 
     Call arguments:
       hidden_states: float [batch, seq_length, hidden_size].
@@ -50,10 +70,12 @@ class SelfAttention(keras.layers.Layer):
     """
 
     def __init__(self, num_heads, hidden_size, attention_dropout_rate=0.1, initializer_range=0.02,
-                 **kwargs):
+                 attention_implementation="softmax", **kwargs):
         super().__init__(**kwargs)
         if hidden_size % num_heads:
             raise ValueError(f"hidden_size {hidden_size} is not a multiple of num_heads {num_heads}")
+        check_attention_implementation(attention_implementation, attention_dropout_rate)
+        self.attention_implementation = attention_implementation
         self.num_heads = num_heads
         self.hidden_size = hidden_size
         self.head_size = hidden_size // num_heads
@@ -83,6 +105,8 @@ class SelfAttention(keras.layers.Layer):
         batch, seq_length = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
         # Projections on [batch * seq, hidden]: one MatMul each, fused with its bias add.
         flat = ops.reshape(hidden_states, (-1, self.hidden_size))
+        if self.attention_implementation == "fused":
+            return self._fused(flat, attention_mask, batch, seq_length)
         query = self._split_heads(self.query(flat), batch, seq_length)  # [b, n, s, d]
         key = self._split_heads(self.key(flat), batch, seq_length)  # [b, n, s, d]
         value = self._split_heads(self.value(flat), batch, seq_length)  # [b, n, s, d]
@@ -98,6 +122,17 @@ class SelfAttention(keras.layers.Layer):
         context = ops.transpose(context, (0, 2, 1, 3))  # [b, s, n, d]
         return ops.reshape(context, (batch, seq_length, self.hidden_size))  # [b, s, hidden]
 
+    def _fused(self, flat, attention_mask, batch, seq_length):
+        heads = (batch, seq_length, self.num_heads, self.head_size)  # the layout it takes
+        query, key, value = (ops.reshape(layer(flat), heads)
+                             for layer in (self.query, self.key, self.value))
+        # cuDNN takes a bias of the scores' [.., seq, seq] shape, in the inputs' dtype.
+        bias = ops.broadcast_to(ops.cast(attention_mask, self.compute_dtype),
+                                (batch, 1, seq_length, seq_length))
+        context = ops.dot_product_attention(query, key, value, bias=bias,
+                                            scale=1.0 / math.sqrt(self.head_size))
+        return ops.reshape(context, (batch, seq_length, self.hidden_size))  # [b, s, hidden]
+
     def compute_output_shape(self, hidden_states_shape, attention_mask_shape=None):
         return tuple(hidden_states_shape)
 
@@ -105,5 +140,6 @@ class SelfAttention(keras.layers.Layer):
         config = super().get_config()
         config.update(num_heads=self.num_heads, hidden_size=self.hidden_size,
                       attention_dropout_rate=self.attention_dropout_rate,
-                      initializer_range=self.initializer_range)
+                      initializer_range=self.initializer_range,
+                      attention_implementation=self.attention_implementation)
         return config

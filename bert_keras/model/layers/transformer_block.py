@@ -43,7 +43,7 @@ class TransformerBlock(keras.layers.Layer):
 
     def __init__(self, num_heads, hidden_size, intermediate_size, hidden_act="gelu",
                  hidden_dropout_rate=0.1, attention_dropout_rate=0.1, initializer_range=0.02,
-                 layer_norm_eps=1e-12, **kwargs):
+                 layer_norm_eps=1e-12, attention_implementation="softmax", **kwargs):
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.hidden_size = hidden_size
@@ -53,11 +53,13 @@ class TransformerBlock(keras.layers.Layer):
         self.attention_dropout_rate = attention_dropout_rate
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
+        self.attention_implementation = attention_implementation
 
         policy = self.dtype_policy
         initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.attention = SelfAttention(num_heads, hidden_size, attention_dropout_rate,
-                                       initializer_range, name="attention", dtype=policy)
+                                       initializer_range, attention_implementation,
+                                       name="attention", dtype=policy)
         self.attention_output = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
                                                    name="attention_output", dtype=policy)
         self.attention_layer_norm = keras.layers.LayerNormalization(
@@ -104,5 +106,6 @@ class TransformerBlock(keras.layers.Layer):
                       intermediate_size=self.intermediate_size, hidden_act=self.hidden_act,
                       hidden_dropout_rate=self.hidden_dropout_rate,
                       attention_dropout_rate=self.attention_dropout_rate,
-                      initializer_range=self.initializer_range, layer_norm_eps=self.layer_norm_eps)
+                      initializer_range=self.initializer_range, layer_norm_eps=self.layer_norm_eps,
+                      attention_implementation=self.attention_implementation)
         return config
