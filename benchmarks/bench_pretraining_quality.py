@@ -24,7 +24,9 @@ Each budget is its own run (the schedule depends on the number of steps). Conten
   `transformers`, converted with `bert_keras.modeldir.convert`): the two training implementations
   compared with initialization taken out;
 - `ours_released_update`: `run_pretraining --noadam_bias_correction`, the original
-  `AdamWeightDecayOptimizer`, whose moments are not bias-corrected.
+  `AdamWeightDecayOptimizer`, whose moments are not bias-corrected;
+- `ours_fused_attention`: `run_pretraining --fused_attention`, which trains without dropout on
+  the attention probabilities (the rest of the recipe as `ours`).
 
 `--seeds=S1,S2,...` repeats every run with each seed (the seed draws the initial weights, the
 dropout masks and the order of the batches; both sides see the same batches for a seed), and
@@ -134,7 +136,7 @@ def read_batches(pattern, vocab, steps, seed=SEED):
 
 # ------------------------------------------------------------------------------------- ours
 def train_ours(preset, steps, pattern, heldout_pattern, vocab, out_dir, bias_correction=True,
-               init_model_dir=None, seed=SEED):
+               init_model_dir=None, seed=SEED, fused_attention=False):
     from bert_keras.pretraining import run as pretraining
 
     model = dict(init_model_dir=init_model_dir) if init_model_dir else dict(config=preset,
@@ -144,7 +146,7 @@ def train_ours(preset, steps, pattern, heldout_pattern, vocab, out_dir, bias_cor
         train_batch_size=BATCH, eval_batch_size=BATCH, max_seq_length=SEQ_LENGTH,
         max_predictions_per_seq=PREDICTIONS, num_train_steps=steps, num_warmup_steps=WARMUP,
         learning_rate=LEARNING_RATE, adam_bias_correction=bias_correction, seed=seed,
-        save_checkpoints_steps=steps, verbose=0, log_steps=steps)
+        fused_attention=fused_attention, save_checkpoints_steps=steps, verbose=0, log_steps=steps)
     start = time.perf_counter()
     final = pretraining.run_pretraining(options)
     seconds = time.perf_counter() - start
@@ -428,6 +430,10 @@ def main():
                         preset, steps, pattern, heldout_pattern, vocab,
                         os.path.join(work, f"ours-released-{preset}-{steps}-{seed}"),
                         bias_correction=False, seed=seed),
+                    "ours_fused_attention": lambda: train_ours(
+                        preset, steps, pattern, heldout_pattern, vocab,
+                        os.path.join(work, f"ours-fused-{preset}-{steps}-{seed}"),
+                        seed=seed, fused_attention=True),
                 }
                 wanted = [name for name in args.contenders.split(",") if name]
                 if preset not in args.released_update_presets.split(","):
