@@ -15,7 +15,7 @@ With --model_dir (a pre-trained model directory, e.g. the main job's), the froze
 of its transfer to SST-2 runs too (benchmarks/bench_transfer_probe.py, under a minute).
 With --gpu, the pre-training step of BERT-base and BERT-large runs on the GPU too, Keras on the
 JAX backend (needs `jax` with CUDA and `keras-hub`; see docs/benchmarks.md), with model FLOPs
-utilization against --peak_tflops.
+utilization against --peak_tflops, and BERT-large with the fused attention at seq 128 and 512.
 """
 
 import argparse
@@ -47,6 +47,14 @@ def commands(quick, wikitext_dir, glue_dir, gpu_peak_tflops=None, model_dir=None
                      "--models=base:128,large:64,large:128", "--precisions=bfloat16",
                      "--steps_per_round=10", f"--peak_tflops={gpu_peak_tflops}",
                      "--name=pretraining_step_gpu"])
+        # The fused attention (cuDNN flash attention) against the released attention, seq 128
+        # and 512: our model only.
+        runs.append(["env", "KERAS_BACKEND=jax", python,
+                     os.path.join(HERE, "bench_pretraining_step.py"),
+                     "--models=large:128,large:256,large:32:512", "--precisions=bfloat16",
+                     "--contenders=ours,ours_no_attention_dropout,ours_fused",
+                     "--steps_per_round=10", f"--peak_tflops={gpu_peak_tflops}",
+                     "--name=pretraining_step_gpu_fused"])
     if not quick and os.path.isdir(glue_dir):
         runs.append([python, os.path.join(HERE, "bench_finetuning_quality.py"),
                      f"--data_dir={glue_dir}"])

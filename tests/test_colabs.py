@@ -250,8 +250,8 @@ def token_f1(prediction, gold, version):
     return 2 * precision * recall / (precision + recall)
 
 
-@pytest.mark.parametrize("version,backend", [("v1.1", "tensorflow"), ("v2.0", "tensorflow"),
-                                             ("v2.0", "jax")])
+# Each version once and each backend once: the answer-writing code is the same on both backends.
+@pytest.mark.parametrize("version,backend", [("v1.1", "tensorflow"), ("v2.0", "jax")])
 def test_squad_notebook_fine_tunes_predicts_and_scores(tmp_path, monkeypatch, version, backend):
     execute_notebook("squad", tmp_path, monkeypatch, parameters={"SQUAD_VERSION": version},
                      backend=backend)
