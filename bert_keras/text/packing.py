@@ -37,10 +37,27 @@ def bert_pack_inputs(segments, seq_length, special_ids):
                          special_ids["end_of_segment_id"], special_ids["padding_id"])
 
 
+def row_ids(ragged):
+    """The row of each value of a ragged [batch, (n)], int64 [n]: `ragged.value_rowids()` in
+    one op (that one builds a `tf.repeat` of dozens of ops into the graph)."""
+    splits = ragged.row_splits
+    return tf.searchsorted(splits[1:], tf.range(splits[-1], dtype=splits.dtype), side="right",
+                           out_type=tf.int64)
+
+
 def first_n(ragged, lengths):
-    """Keeps the first `lengths[i]` values of row i of a ragged [batch, (n)]."""
-    positions = tf.ragged.range(ragged.row_lengths(), dtype=tf.int64)
-    return tf.ragged.boolean_mask(ragged, positions < tf.cast(lengths, tf.int64)[:, None])
+    """Keeps the first `lengths[i]` values of row i of a ragged [batch, (n)].
+
+    Computed on the flat values (a ragged comparison against a [batch, 1] tensor would build
+    a broadcast with dozens of shape checks into every exported graph).
+    """
+    rows = row_ids(ragged)  # [n]
+    starts = tf.cast(ragged.row_starts(), tf.int64)  # [batch]
+    position = tf.range(tf.shape(rows, out_type=tf.int64)[0]) - tf.gather(starts, rows)
+    keep = tf.where(position < tf.gather(tf.cast(tf.maximum(lengths, 0), tf.int64), rows))[:, 0]
+    return tf.RaggedTensor.from_value_rowids(
+        tf.gather(ragged.values, keep), tf.gather(rows, keep),
+        nrows=ragged.nrows(out_type=tf.int64), validate=False)
 
 
 def _column(value, rows):
@@ -51,22 +68,34 @@ def dense_inputs(parts, seq_length, pad_id):
     """The three int32 [rows, seq_length] inputs from (ragged ids [rows, (n)], type id) parts.
 
     The parts are concatenated in order; `seq_length` may be a Python int (static shape) or
-    a scalar tensor. The rows must already fit.
+    a scalar tensor. The rows must already fit. Each part's values are scattered straight to
+    their places (a ragged concatenation and padding would put dozens of shape checks into
+    every exported graph).
     """
-    ids = tf.concat([tf.cast(part, tf.int32) for part, _ in parts], axis=1)
-    types = tf.concat([tf.ones_like(tf.cast(part, tf.int32)) * type_id for part, type_id in parts],
-                      axis=1)
+    rows = parts[0][0].nrows(out_type=tf.int32)
+    shape = tf.stack([rows, tf.cast(seq_length, tf.int32)])
+    offset = tf.zeros([rows], tf.int32)  # where each row's next part starts
+    indices, word_ids, type_ids = [], [], []
+    for part, type_id in parts:
+        rows_of = tf.cast(row_ids(part), tf.int32)  # [n]
+        starts = tf.cast(part.row_starts(), tf.int32)
+        position = tf.range(tf.shape(rows_of)[0]) - tf.gather(starts, rows_of)
+        indices.append(tf.stack([rows_of, tf.gather(offset, rows_of) + position], axis=1))
+        word_ids.append(tf.cast(part.values, tf.int32))
+        type_ids.append(tf.fill(tf.shape(rows_of), tf.cast(type_id, tf.int32)))
+        offset += tf.cast(part.row_lengths(), tf.int32)
+    indices = tf.concat(indices, axis=0)  # [all values, 2]
+    word_ids, type_ids = tf.concat(word_ids, axis=0), tf.concat(type_ids, axis=0)
 
-    def pad(ragged, value):
-        dense = ragged.to_tensor(default_value=value)
-        dense = tf.pad(dense, [[0, 0], [0, seq_length - tf.shape(dense)[1]]],
-                       constant_values=value)
+    def scatter(values):
+        dense = tf.scatter_nd(indices, values, shape)
         if isinstance(seq_length, int):
             dense.set_shape([None, seq_length])
         return dense
 
-    return {"input_word_ids": pad(ids, pad_id), "input_mask": pad(tf.ones_like(ids), 0),
-            "input_type_ids": pad(types, 0)}
+    return {"input_word_ids": scatter(word_ids - pad_id) + pad_id,
+            "input_mask": scatter(tf.ones_like(word_ids)),
+            "input_type_ids": scatter(type_ids)}
 
 
 def pack_segments(segments, seq_length, cls_id, sep_id, pad_id):
