@@ -7,14 +7,14 @@ backward, AdamW update. `ours` and keras-hub run the same `tf.function` step ove
 `BertForPreTraining`, whose head projects every position (its design), with `torch.optim.AdamW`.
 `ours_no_attention_dropout` is `ours` with attention dropout 0, and `ours_fused` that model with
 `attention_implementation="fused"` (cuDNN flash attention on the JAX backend on a GPU); the
-other dropout stays. `ours_trainer` is what `run_pretraining.py` runs: the package's step function, with clipping
-and the package's AdamW. Precisions: float32, and mixed bfloat16 (Keras `mixed_bfloat16`;
-PyTorch `torch.autocast` bf16).
+other dropout stays. `ours_trainer` is what `run_pretraining.py` runs: the package's step
+function, with clipping and the package's AdamW. Precisions: float32, and mixed bfloat16
+(Keras `mixed_bfloat16`; PyTorch `torch.autocast` bf16).
 Contenders run interleaved, median of the rounds; ratio = peer time / our time.
 
     python benchmarks/bench_pretraining_step.py                  # small (batch 32) and base (batch 8)
     python benchmarks/bench_pretraining_step.py --models=small:16 --rounds=5
-    python benchmarks/bench_pretraining_step.py --models=small:16:512   # PRESET:BATCH[:SEQ]
+    python benchmarks/bench_pretraining_step.py --models=small:16:512  # PRESET:BATCH[:SEQ]
 
 On a GPU the Keras contenders run on the JAX backend, which compiles the step with XLA, and
 PyTorch on CUDA; `--peak_tflops` adds model FLOPs utilization, `--profile_dir` a kernel profile:

@@ -37,12 +37,19 @@ def bert_pack_inputs(segments, seq_length, special_ids):
                          special_ids["end_of_segment_id"], special_ids["padding_id"])
 
 
-def row_ids(ragged):
-    """The row of each value of a ragged [batch, (n)], int64 [n]: `ragged.value_rowids()` in
-    one op (that one builds a `tf.repeat` of dozens of ops into the graph)."""
-    splits = ragged.row_splits
-    return tf.searchsorted(splits[1:], tf.range(splits[-1], dtype=splits.dtype), side="right",
-                           out_type=tf.int64)
+def rows_and_positions(ragged):
+    """(the row of each value, its position within that row), both int64 [n], of a ragged
+    [batch, (n)]. One `searchsorted` finds the rows: `ragged.value_rowids()` would build a
+    `tf.repeat` of dozens of ops into every exported graph.
+
+    >>> rows, positions = rows_and_positions(tf.ragged.constant([[7, 8], [], [9]]))
+    >>> rows.numpy().tolist(), positions.numpy().tolist()
+    ([0, 0, 2], [0, 1, 0])
+    """
+    splits = tf.cast(ragged.row_splits, tf.int64)
+    values = tf.range(splits[-1])
+    rows = tf.searchsorted(splits[1:], values, side="right", out_type=tf.int64)
+    return rows, values - tf.gather(splits, rows)
 
 
 def first_n(ragged, lengths):
@@ -51,9 +58,7 @@ def first_n(ragged, lengths):
     Computed on the flat values (a ragged comparison against a [batch, 1] tensor would build
     a broadcast with dozens of shape checks into every exported graph).
     """
-    rows = row_ids(ragged)  # [n]
-    starts = tf.cast(ragged.row_starts(), tf.int64)  # [batch]
-    position = tf.range(tf.shape(rows, out_type=tf.int64)[0]) - tf.gather(starts, rows)
+    rows, position = rows_and_positions(ragged)  # [n] each
     keep = tf.where(position < tf.gather(tf.cast(tf.maximum(lengths, 0), tf.int64), rows))[:, 0]
     return tf.RaggedTensor.from_value_rowids(
         tf.gather(ragged.values, keep), tf.gather(rows, keep),
@@ -77,12 +82,10 @@ def dense_inputs(parts, seq_length, pad_id):
     offset = tf.zeros([rows], tf.int32)  # where each row's next part starts
     indices, word_ids, type_ids = [], [], []
     for part, type_id in parts:
-        rows_of = tf.cast(row_ids(part), tf.int32)  # [n]
-        starts = tf.cast(part.row_starts(), tf.int32)
-        position = tf.range(tf.shape(rows_of)[0]) - tf.gather(starts, rows_of)
-        indices.append(tf.stack([rows_of, tf.gather(offset, rows_of) + position], axis=1))
+        row, position = (tf.cast(t, tf.int32) for t in rows_and_positions(part))  # [n] each
+        indices.append(tf.stack([row, tf.gather(offset, row) + position], axis=1))
         word_ids.append(tf.cast(part.values, tf.int32))
-        type_ids.append(tf.fill(tf.shape(rows_of), tf.cast(type_id, tf.int32)))
+        type_ids.append(tf.fill(tf.shape(row), tf.cast(type_id, tf.int32)))
         offset += tf.cast(part.row_lengths(), tf.int32)
     indices = tf.concat(indices, axis=0)  # [all values, 2]
     word_ids, type_ids = tf.concat(word_ids, axis=0), tf.concat(type_ids, axis=0)
