@@ -181,6 +181,8 @@ def test_fused_attention_matches_the_numpy_reference_and_the_softmax_gradients()
     ids, mask, types = _batch_with_padding(config.vocab_size, [9, 4, 12], seq_length=12)
     weights = tf.constant(np.random.default_rng(0).normal(size=(3, 12, config.hidden_size)),
                           tf.float32)
+    reference, _, _ = numpy_bert(arrays, config, ids, mask, types)
+    real = mask.astype(bool)  # padded positions are not compared: each fills them its own way
     gradients = {}
     for implementation in ("softmax", "fused"):
         encoder = bert_keras.build_encoder(config, attention_implementation=implementation)
@@ -191,9 +193,6 @@ def test_fused_attention_matches_the_numpy_reference_and_the_softmax_gradients()
         gradients[implementation] = [  # None: the pooler, which the loss does not read
             None if g is None else tf.convert_to_tensor(g).numpy()
             for g in tape.gradient(loss, encoder.trainable_variables)]
-        reference, _, _ = numpy_bert(arrays, config, ids, mask, types)
-        # Padded positions are not compared: each implementation fills them its own way.
-        real = mask.astype(bool)
         np.testing.assert_allclose(_run(encoder, ids, mask, types)["sequence_output"].numpy()[real],
                                    reference[real], atol=1e-4)
     assert sum(g is not None for g in gradients["fused"]) > 10
