@@ -194,7 +194,7 @@ def test_a_jax_run_killed_after_a_checkpoint_resumes_to_the_same_weights(start, 
     from bert_keras.modeldir import model_dir
     from bert_keras.pretraining.output_dir import keras_checkpoints
 
-    steps = 300
+    steps = 120
     env = backend_env("jax")
 
     def command(output_dir):

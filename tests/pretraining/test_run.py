@@ -316,6 +316,13 @@ def test_output_dir_of_another_config_is_not_overwritten(corpus, trained, tmp_pa
     assert before == after
     with pytest.raises(PretrainingError, match="another config"):
         evaluate(make_options(corpus, output_dir, mode="eval", config=tiny_config(corpus, num_hidden_layers=3)))
+    # start_over replaces that run, and nothing else in the directory.
+    (output_dir / "notes.txt").write_text("mine")
+    train(make_options(corpus, output_dir, config=tiny_config(corpus, num_hidden_layers=3),
+                       num_train_steps=10, start_over=True))
+    assert model_dir.read_config(str(output_dir)).num_hidden_layers == 3
+    assert (output_dir / "notes.txt").read_text() == "mine"
+    assert not (output_dir / "eval_results.txt").exists()
 
 
 def test_continues_from_converted_published_weights(tmp_path):
