@@ -12,7 +12,9 @@ check (benchmarks/bench_finetuning_trajectory.py, about 20 minutes) run without 
 GLUE folder is there (--glue_dir, holding MRPC/, SST-2/ and STS-B/); the same check for token
 tagging, multiple choice and span QA on the project's samples runs without --quick always.
 With --model_dir (a pre-trained model directory, e.g. the main job's), the frozen-feature probe
-of its transfer to SST-2 runs too (benchmarks/bench_transfer_probe.py, under a minute).
+of its transfer to SST-2 runs too (benchmarks/bench_transfer_probe.py, under a minute), and the
+job's comparison on mixes of its pre-trained and fresh weights (benchmarks/bench_transfer_parts.py,
+about 7 minutes).
 With --gpu, the pre-training step of BERT-base and BERT-large runs on the GPU too, Keras on the
 JAX backend (needs `jax` with CUDA and `keras-hub`; see docs/benchmarks.md), with model FLOPs
 utilization against --peak_tflops, and BERT-large with the fused attention at seq 128 and 512.
@@ -68,8 +70,8 @@ def commands(quick, wikitext_dir, glue_dir, gpu_peak_tflops=None, model_dir=None
                  trajectory + ["--task=squad_v2", "--batch_size=8", "--epochs=8",
                                "--train_pad_row"]]
     if model_dir:
-        runs.append([python, os.path.join(HERE, "bench_transfer_probe.py"),
-                     f"--model_dir={model_dir}"])
+        runs += [[python, os.path.join(HERE, name), f"--model_dir={model_dir}"]
+                 for name in ("bench_transfer_probe.py", "bench_transfer_parts.py")]
     return runs
 
 
@@ -88,8 +90,8 @@ def main():
                         help="the GPU's dense bf16 peak for --gpu (989: H100 SXM)")
     parser.add_argument("--model_dir", default=None,
                         help="a pre-trained model directory (e.g. the main job's "
-                             "bert_keras_work/model) for bench_transfer_probe.py (skipped "
-                             "without)")
+                             "bert_keras_work/model) for bench_transfer_probe.py and "
+                             "bench_transfer_parts.py (skipped without)")
     args = parser.parse_args()
     failed = []
     for command in commands(args.quick, args.wikitext_dir, args.glue_dir,
