@@ -15,7 +15,7 @@ same grid of learning rates and epochs chosen on held-out *training* rows, the s
 - `reinit_top`: pre-trained but the last layer drawn afresh (the re-initialization of Zhang et
   al. 2021, "Revisiting few-sample BERT fine-tuning").
 
-Usage (the main job's model directory and task by default settings):
+Usage (the main job's task and fine-tuning settings by default):
 
     python benchmarks/bench_transfer_parts.py --model_dir=bert_keras_work/model \
         [--sides=pretrained,random_init,embeddings_only,layers_only,reinit_top] \

@@ -14,7 +14,7 @@ tagging, multiple choice and span QA on the project's samples runs without --qui
 With --model_dir (a pre-trained model directory, e.g. the main job's), the frozen-feature probe
 of its transfer to SST-2 runs too (benchmarks/bench_transfer_probe.py, under a minute), and the
 job's comparison on mixes of its pre-trained and fresh weights (benchmarks/bench_transfer_parts.py,
-about 7 minutes).
+about 6 minutes).
 With --gpu, the pre-training step of BERT-base and BERT-large runs on the GPU too, Keras on the
 JAX backend (needs `jax` with CUDA and `keras-hub`; see docs/benchmarks.md), with model FLOPs
 utilization against --peak_tflops, and BERT-large with the fused attention at seq 128 and 512.
