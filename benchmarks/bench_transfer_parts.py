@@ -15,6 +15,11 @@ same grid of learning rates and epochs chosen on held-out *training* rows, the s
 - `reinit_top`: pre-trained but the last layer drawn afresh (the re-initialization of Zhang et
   al. 2021, "Revisiting few-sample BERT fine-tuning").
 
+It also reports how each side's layers spread their attention over the task's dev sentences
+(before any fine-tuning): per layer, the entropy of each query's attention relative to a uniform
+spread over the sentence's real tokens (1: uniform), and the shares on the token itself, on its
+two neighbours and on [CLS] and [SEP], averaged over heads and real tokens.
+
 Usage (the main job's task and fine-tuning settings by default):
 
     python benchmarks/bench_transfer_parts.py --model_dir=bert_keras_work/model \
@@ -55,6 +60,62 @@ def mixed_weights(pretrained, random_init, config, side):
 
     return {name: (pretrained[name] if from_pretrained(name) else value)
             for name, value in random_init.items()}
+
+
+def attention_summary(config, weights, inputs, batch_size=128):
+    """[{layer, entropy, self, neighbours, cls_sep}] of the encoder with `weights` on `inputs`
+    (a task's features; one sentence each: [CLS] first, [SEP] last)."""
+    import numpy as np
+
+    from bert_keras.model import checkpoint_names
+    from bert_keras.model.encoder import build_encoder
+
+    encoder = build_encoder(config)
+    variables = checkpoint_names.encoder_weight_map(encoder)
+    checkpoint_names.assign_weights(variables, {name: weights[name] for name in variables})
+    heads = config.num_attention_heads
+    size = config.hidden_size // heads
+    totals = np.zeros((config.num_hidden_layers, 4))
+    count = 0
+    for start in range(0, len(inputs["input_mask"]), batch_size):
+        batch = {name: value[start:start + batch_size] for name, value in inputs.items()}
+        mask = batch["input_mask"].astype(bool)  # [b, s]
+        layer_outputs = [np.asarray(x) for x in encoder(batch)["encoder_outputs"]]
+        # Each layer's input: the embeddings' output, then the previous layer's output.
+        embedded = (weights["bert/embeddings/word_embeddings"][batch["input_word_ids"]]
+                    + weights["bert/embeddings/position_embeddings"][:mask.shape[1]]
+                    + weights["bert/embeddings/token_type_embeddings"][batch["input_type_ids"]])
+        mean = embedded.mean(-1, keepdims=True)
+        variance = embedded.var(-1, keepdims=True)
+        layer_inputs = [(embedded - mean) / np.sqrt(variance + config.layer_norm_eps)
+                        * weights["bert/embeddings/LayerNorm/gamma"]
+                        + weights["bert/embeddings/LayerNorm/beta"]] + layer_outputs[:-1]
+        lengths = mask.sum(1)
+        positions = np.arange(mask.shape[1])
+        is_self = positions[:, None] == positions[None, :]
+        is_neighbour = np.abs(positions[:, None] - positions[None, :]) == 1
+        is_cls_sep = (positions[None, :] == 0) | (positions[None, :] == lengths[:, None] - 1)
+        for layer, hidden in enumerate(layer_inputs):
+            prefix = f"bert/encoder/layer_{layer}/attention/self/"
+
+            def project(kind):
+                values = hidden @ weights[prefix + kind + "/kernel"] + weights[prefix + kind + "/bias"]
+                return values.reshape(*values.shape[:2], heads, size).transpose(0, 2, 1, 3)
+
+            scores = project("query") @ project("key").transpose(0, 1, 3, 2) / np.sqrt(size)
+            scores = np.where(mask[:, None, None, :], scores, -np.inf)
+            probs = np.exp(scores - scores.max(-1, keepdims=True))
+            probs /= probs.sum(-1, keepdims=True)  # [b, heads, query, key]
+            entropy = -np.sum(np.where(probs > 0, probs * np.log(np.maximum(probs, 1e-30)), 0), -1)
+            entropy /= np.log(np.maximum(lengths, 2))[:, None, None]
+            shares = [entropy, (probs * is_self).sum(-1), (probs * is_neighbour).sum(-1),
+                      (probs * is_cls_sep[:, None, None, :]).sum(-1)]
+            real = mask[:, None, :]  # real query tokens
+            totals[layer] += [float((share * real).sum()) / heads for share in shares]
+        count += int(mask.sum())
+    return [{"layer": layer, **dict(zip(("entropy", "self", "neighbours", "cls_sep"),
+                                        (float(v) for v in totals[layer] / count)))}
+            for layer in range(config.num_hidden_layers)]
 
 
 def main():
@@ -113,7 +174,19 @@ def main():
     print(f"\n{args.task} dev {result['metric']}, {args.train_examples} labelled examples "
           f"(majority label {result['majority_share']:.3f}):")
     bench_common.print_table(rows, ["side", "lr", "epochs", "per seed", "mean +- sd"])
+    print("\nAttention before fine-tuning, over the dev sentences (entropy relative to uniform; "
+          "shares of each token's attention):")
+    dev_inputs = task.load("dev").inputs
+    attention = {}
+    for side in sides:
+        attention[side] = attention_summary(
+            config, mixed_weights(pretrained, random_init, config, side), dev_inputs)
+    bench_common.print_table(
+        [{"side": side, **{key: round(value, 3) for key, value in row.items()}}
+         for side, rows_of_side in attention.items() for row in rows_of_side],
+        ["side", "layer", "entropy", "self", "neighbours", "cls_sep"])
     path = bench_common.write_results(args.output_name, {
+        "attention_before_finetuning": attention,
         "model_dir": os.path.abspath(args.model_dir), "args": vars(args),
         "seconds": round(time.time() - start, 1), **result})
     print("wrote", path)
