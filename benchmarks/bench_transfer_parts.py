@@ -62,17 +62,17 @@ def mixed_weights(pretrained, random_init, config, side):
             for name, value in random_init.items()}
 
 
-def attention_summary(config, weights, inputs, batch_size=128):
-    """[{layer, entropy, self, neighbours, cls_sep}] of the encoder with `weights` on `inputs`
-    (a task's features; one sentence each: [CLS] first, [SEP] last)."""
+def attention_summary(encoder, config, weights, inputs, batch_size=128):
+    """[{layer, entropy, self, neighbours, cls_sep}] of `encoder` (`build_encoder(config)`)
+    with `weights` on `inputs` (a task's features; one sentence each: [CLS] first, [SEP]
+    last)."""
     import numpy as np
 
     from bert_keras.model import checkpoint_names
-    from bert_keras.model.encoder import build_encoder
 
-    encoder = build_encoder(config)
     variables = checkpoint_names.encoder_weight_map(encoder)
     checkpoint_names.assign_weights(variables, {name: weights[name] for name in variables})
+    embeddings = encoder.get_layer("embeddings")
     heads = config.num_attention_heads
     size = config.hidden_size // heads
     totals = np.zeros((config.num_hidden_layers, 4))
@@ -80,16 +80,9 @@ def attention_summary(config, weights, inputs, batch_size=128):
     for start in range(0, len(inputs["input_mask"]), batch_size):
         batch = {name: value[start:start + batch_size] for name, value in inputs.items()}
         mask = batch["input_mask"].astype(bool)  # [b, s]
-        layer_outputs = [np.asarray(x) for x in encoder(batch)["encoder_outputs"]]
         # Each layer's input: the embeddings' output, then the previous layer's output.
-        embedded = (weights["bert/embeddings/word_embeddings"][batch["input_word_ids"]]
-                    + weights["bert/embeddings/position_embeddings"][:mask.shape[1]]
-                    + weights["bert/embeddings/token_type_embeddings"][batch["input_type_ids"]])
-        mean = embedded.mean(-1, keepdims=True)
-        variance = embedded.var(-1, keepdims=True)
-        layer_inputs = [(embedded - mean) / np.sqrt(variance + config.layer_norm_eps)
-                        * weights["bert/embeddings/LayerNorm/gamma"]
-                        + weights["bert/embeddings/LayerNorm/beta"]] + layer_outputs[:-1]
+        layer_inputs = [np.asarray(embeddings(batch["input_word_ids"], batch["input_type_ids"]))]
+        layer_inputs += [np.asarray(x) for x in encoder(batch)["encoder_outputs"][:-1]]
         lengths = mask.sum(1)
         positions = np.arange(mask.shape[1])
         is_self = positions[:, None] == positions[None, :]
@@ -143,6 +136,7 @@ def main():
     from bert_keras.finetuning import transfer
     from bert_keras.finetuning.sweep import random_encoder_weights
     from bert_keras.finetuning.task import FinetuningOptions, get_task
+    from bert_keras.model.encoder import build_encoder
     from bert_keras.modeldir import model_dir
 
     sides = [side for side in args.sides.split(",") if side]
@@ -161,9 +155,10 @@ def main():
         epochs=tuple(int(v) for v in args.epochs.split(",")),
         seeds=tuple(int(v) for v in args.seeds.split(",")),
         curve_examples=(args.train_examples,))
-    result = transfer.compare_initializations(
-        task, config, {side: mixed_weights(pretrained, random_init, config, side)
-                       for side in sides}, options, state_path=args.runs_file, log=print)
+    initial_weights = {side: mixed_weights(pretrained, random_init, config, side)
+                       for side in sides}
+    result = transfer.compare_initializations(task, config, initial_weights, options,
+                                              state_path=args.runs_file, log=print)
     rows = []
     for side in sides:
         values = result["sides"][side]
@@ -177,10 +172,9 @@ def main():
     print("\nAttention before fine-tuning, over the dev sentences (entropy relative to uniform; "
           "shares of each token's attention):")
     dev_inputs = task.load("dev").inputs
-    attention = {}
-    for side in sides:
-        attention[side] = attention_summary(
-            config, mixed_weights(pretrained, random_init, config, side), dev_inputs)
+    encoder = build_encoder(config)
+    attention = {side: attention_summary(encoder, config, weights, dev_inputs)
+                 for side, weights in initial_weights.items()}
     bench_common.print_table(
         [{"side": side, **{key: round(value, 3) for key, value in row.items()}}
          for side, rows_of_side in attention.items() for row in rows_of_side],
