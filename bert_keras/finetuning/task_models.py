@@ -35,7 +35,6 @@ from bert_keras.model import checkpoint_names
 from bert_keras.model.config import BertConfig
 from bert_keras.model.encoder import build_encoder, encoder_inputs, INPUT_NAMES
 from bert_keras.modeldir import model_dir as model_dir_lib
-from bert_keras.modeldir.loading import load_encoder
 from bert_keras.finetuning.task_heads import (ClassificationHead, FeatureBasedBiLSTMHead, MeanPooling,
                                               MultipleChoiceHead, SpanHead, TokenTaggingHead)
 
@@ -276,6 +275,8 @@ def load_task_model(model_dir, dtype=None):
     if task_config is None:
         raise TaskModelError(f"{model_dir}: no {model_dir_lib.TASK_CONFIG_NAME}; this is not a "
                              "fine-tuned model directory (load_encoder reads pre-trained ones)")
+    from bert_keras.modeldir.loading import load_encoder  # reads the vocabulary: TensorFlow
+
     encoder = load_encoder(model_dir, dtype=dtype)
     model = build_task_model(encoder, task_config, dtype=dtype)
     arrays = model_dir_lib.read_weights(model_dir)
