@@ -164,3 +164,42 @@ def test_bad_fine_tuned_directories_are_named(tmp_path):
     os.remove(os.path.join(out, "task_config.json"))
     with pytest.raises(TaskModelError, match="no task_config.json"):
         load_task_model(out)
+
+
+def test_classifier_builds_and_trains_on_jax_without_tensorflow():
+    """Where Keras runs on JAX alone (an accelerator machine without TensorFlow, as for
+    `benchmarks/bench_transfer_device.py`), the task models, their weight map and the
+    fine-tuning update still build and take a step: TensorFlow is only needed to read a model
+    directory's vocabulary (`load_task_model`)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    pytest.importorskip("jax")
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["tensorflow"] = None  # any import of TensorFlow now fails
+        import numpy as np
+        from bert_keras import optimization
+        from bert_keras.finetuning.task_models import build_classifier, task_weight_map
+        from bert_keras.model.config import BertConfig
+        model = build_classifier(BertConfig.from_preset("tiny", vocab_size=40), pooling="mean")
+        variables = task_weight_map(model)
+        optimizer = optimization.AdamWeightDecay(learning_rate=1e-2, summed_gradients=False)
+        optimizer.exclude_from_weight_decay(var_list=optimization.no_decay_variables(variables))
+        model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy")
+        ids = np.arange(5, 13, dtype="int32").reshape(2, 4)
+        inputs = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+                  "input_type_ids": np.zeros_like(ids)}
+        before = variables["bert/embeddings/word_embeddings"].numpy().copy()
+        model.fit(inputs, np.array([0, 1]), epochs=1, verbose=0)
+        moved = float(np.abs(variables["bert/embeddings/word_embeddings"].numpy() - before).max())
+        print(len(variables), moved > 0, "tensorflow" in sys.modules and sys.modules["tensorflow"] is not None)
+    """)
+    env = dict(os.environ, KERAS_BACKEND="jax")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    count, moved, tensorflow_loaded = result.stdout.split()[-3:]
+    assert int(count) == len(task_weight_map(build_classifier(CONFIG, pooling="mean")))
+    assert moved == "True" and tensorflow_loaded == "False"
