@@ -106,8 +106,8 @@ def prepare(args):
     import bert_keras
     from bert_keras import main_job
     from bert_keras.data import bundled
-    from bert_keras.finetuning.sweep import random_encoder_weights
     from bert_keras.finetuning.task import FinetuningOptions, get_task
+    from bert_keras.finetuning.task_models import random_encoder_weights
     from bert_keras.main_job.options import MainJobOptions
     from bert_keras.modeldir import model_dir
 
@@ -311,16 +311,6 @@ def sinusoidal_positions(positions, width, scale):
     return (table * scale / table.std()).astype(np.float32)
 
 
-def random_weights(config, seed):
-    import keras
-
-    from bert_keras.model import checkpoint_names
-    from bert_keras.model.encoder import build_encoder
-
-    keras.utils.set_random_seed(seed)
-    return checkpoint_names.collect_weights(checkpoint_names.encoder_weight_map(build_encoder(config)))
-
-
 class Finetuner:
     """One jitted classifier (the package's `build_classifier`, mean pooling) for every run of a
     task and model size: a run resets the weights, the optimizer and the seeds."""
@@ -372,23 +362,10 @@ class Finetuner:
                               if "seed_generator" in v.path]
 
     def _initial_state(self, init_weights, seed):
-        from bert_keras.finetuning.task_models import TASK_PREFIX
+        from bert_keras.finetuning.task_models import initial_head_weights
         from bert_keras.model import checkpoint_names
 
-        rng = np.random.RandomState(seed)
-        arrays = {}
-        for name, variable in self.variables.items():
-            if not name.startswith(TASK_PREFIX):
-                continue
-            shape = tuple(variable.shape)
-            if name.endswith("kernel"):
-                values = rng.standard_normal(shape)
-                while np.any(np.abs(values) > 2):
-                    outside = np.abs(values) > 2
-                    values[outside] = rng.standard_normal(int(outside.sum()))
-                arrays[name] = (values * self.config.initializer_range).astype("float32")
-            else:
-                arrays[name] = np.zeros(shape, "float32")
+        arrays = initial_head_weights(self.variables, self.config.initializer_range, seed)
         encoder = {k: v for k, v in init_weights.items() if k in self.variables}
         checkpoint_names.assign_weights(self.variables, {**encoder, **arrays})
         non_trainable = [v.value for v in self.model.non_trainable_variables]
@@ -398,6 +375,8 @@ class Finetuner:
         return [[v.value for v in self.model.trainable_variables], non_trainable, optimizer_state]
 
     def run(self, init_weights, train, learning_rate, epochs, seed, evaluate):
+        from bert_keras import optimization
+
         inputs, labels = train
         num = len(labels)
         state = self._initial_state(init_weights, seed)
@@ -413,9 +392,8 @@ class Finetuner:
                 pad = self.batch_size - len(index)
                 weights = np.concatenate([np.ones(len(index)), np.zeros(pad)]).astype(np.float32)
                 index = np.concatenate([index, np.zeros(pad, index.dtype)])
-                lr = learning_rate * (step / warmup if step < warmup
-                                      else max(0.0, (total - step) / max(1, total - warmup)))
-                state[2][self.lr_index] = np.asarray(lr, np.float32)
+                state[2][self.lr_index] = np.asarray(optimization.warmup_linear_decay(
+                    step, learning_rate, warmup, total), np.float32)
                 new_state, loss = self.train_step(
                     tuple(state), {k: v[index] for k, v in inputs.items()}, labels[index], weights)
                 state = list(new_state)
@@ -515,6 +493,7 @@ def run(args):
     import keras
 
     import bert_keras
+    from bert_keras.finetuning.task_models import random_encoder_weights
 
     began = time.time()
     data = np.load(args.data)
@@ -581,7 +560,7 @@ def run(args):
                 finetuners[key] = Finetuner(task, config, int(train[1].max()) + 1)
             sides = {"pre-trained": pretrained}
             if objective == args.objectives.split(",")[0]:
-                sides["random init"] = random_weights(config, args.seed)
+                sides["random init"] = random_encoder_weights(config, args.seed)
             log(f"fine-tuning {task} ({preset}, {objective})")
             stage["tasks"][task] = compare(finetuners[key], sides, (train, dev), args, log)
             results.add(f"{preset}/{objective}", stage)

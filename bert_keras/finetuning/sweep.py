@@ -52,7 +52,8 @@ import numpy as np
 
 from bert_keras import optimization
 from bert_keras.finetuning.run import create_finetuning_optimizer, make_dataset, predict
-from bert_keras.finetuning.task_models import TASK_PREFIX, task_weight_map
+from bert_keras.finetuning.task_models import (TASK_PREFIX, initial_head_weights,  # noqa: F401
+                                               random_encoder_weights, task_weight_map)
 from bert_keras.finetuning.glue import data as glue
 from bert_keras.model import checkpoint_names
 from bert_keras.model.encoder import build_encoder
@@ -70,15 +71,6 @@ class RunResult:
     steps: int
     train_loss: float
     metrics: dict
-
-
-def random_encoder_weights(config, seed):
-    """{original BERT name: array} of a freshly initialized encoder for `config` (BERT's
-    truncated normal with standard deviation `initializer_range`, zero biases, unit LayerNorm
-    gains), drawn from `seed`: what "no pre-training" starts from."""
-    keras.utils.set_random_seed(seed)
-    encoder = build_encoder(config)
-    return checkpoint_names.collect_weights(checkpoint_names.encoder_weight_map(encoder))
 
 
 class _Schedule(keras.optimizers.schedules.LearningRateSchedule):
@@ -117,7 +109,6 @@ class FinetuningSweep:
         options = task.options
         self.model = task.build_model(build_encoder(config, dtype=dtype), dtype=dtype)
         self.variables = task_weight_map(self.model)
-        self.head_names = [name for name in self.variables if name.startswith(TASK_PREFIX)]
         self.schedule = _Schedule()
         self.optimizer = create_finetuning_optimizer(
             self.model, self.schedule, weight_decay=options.weight_decay,
@@ -126,25 +117,11 @@ class FinetuningSweep:
         self._dropout_seeds = [v for v in self.model.non_trainable_variables
                                if "seed_generator" in v.path]
 
-    def _head_weights(self, seed):
-        rng = np.random.RandomState(seed)
-        arrays = {}
-        for name in self.head_names:
-            shape = tuple(self.variables[name].shape)
-            if name.endswith("kernel"):
-                values = rng.standard_normal(shape)
-                while np.any(np.abs(values) > 2):  # truncated at two standard deviations
-                    outside = np.abs(values) > 2
-                    values[outside] = rng.standard_normal(int(outside.sum()))
-                arrays[name] = (values * self.config.initializer_range).astype("float32")
-            else:
-                arrays[name] = np.zeros(shape, "float32")
-        return arrays
-
     def _reset(self, init_weights, seed, source):
         encoder = {name: value for name, value in init_weights.items()
                    if not name.startswith(TASK_PREFIX)}
-        checkpoint_names.assign_weights(self.variables, {**encoder, **self._head_weights(seed)},
+        head = initial_head_weights(self.variables, self.config.initializer_range, seed)
+        checkpoint_names.assign_weights(self.variables, {**encoder, **head},
                                         source=source)
         if self.optimizer.built:
             for variable in self.optimizer.variables:

@@ -250,6 +250,44 @@ def task_weight_map(model):
     return names
 
 
+def random_encoder_weights(config, seed):
+    """{original BERT name: array} of a freshly initialized encoder for `config` (BERT's
+    truncated normal with standard deviation `initializer_range`, zero biases, unit LayerNorm
+    gains), drawn from `seed`: what "no pre-training" starts from."""
+    keras.utils.set_random_seed(seed)
+    encoder = build_encoder(config)
+    return checkpoint_names.collect_weights(checkpoint_names.encoder_weight_map(encoder))
+
+
+def initial_head_weights(variable_map, initializer_range, seed):
+    """{name: array} of a fresh task head for the `task/...` entries of `variable_map`
+    (`task_weight_map`): kernels from BERT's normal truncated at two standard deviations of
+    `initializer_range`, biases zero, drawn in the map's order from `seed`.
+
+    >>> import bert_keras
+    >>> model = build_classifier(bert_keras.BertConfig.from_preset("tiny", vocab_size=50))
+    >>> {k: v.shape for k, v in initial_head_weights(task_weight_map(model), 0.02, 1).items()}
+    {'task/classifier/kernel': (128, 2), 'task/classifier/bias': (2,)}
+    """
+    import numpy as np  # pylint: disable=import-outside-toplevel
+
+    rng = np.random.RandomState(seed)
+    arrays = {}
+    for name, variable in variable_map.items():
+        if not name.startswith(TASK_PREFIX):
+            continue
+        shape = tuple(variable.shape)
+        if name.endswith("kernel"):
+            values = rng.standard_normal(shape)
+            while np.any(np.abs(values) > 2):  # truncated at two standard deviations
+                outside = np.abs(values) > 2
+                values[outside] = rng.standard_normal(int(outside.sum()))
+            arrays[name] = (values * initializer_range).astype("float32")
+        else:
+            arrays[name] = np.zeros(shape, "float32")
+    return arrays
+
+
 def save_task_model_dir(model, output_dir, config, vocab, do_lower_case, task_config):
     """Writes a fine-tuned model directory: encoder + head weights and `task_config.json`.
 
@@ -287,4 +325,5 @@ def load_task_model(model_dir, dtype=None):
 
 __all__ = ["POOLINGS", "POOLING_DESCRIPTIONS", "build_classifier", "build_span_model", "build_multiple_choice_model",
            "build_token_tagger", "build_task_model", "task_weight_map", "save_task_model_dir",
-           "load_task_model", "TaskModelError", "HEADS", "TASK_PREFIX"]
+           "load_task_model", "TaskModelError", "HEADS", "TASK_PREFIX", "random_encoder_weights",
+           "initial_head_weights"]
