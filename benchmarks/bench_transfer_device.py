@@ -12,14 +12,17 @@ TensorFlow is often not installed. It runs in two steps:
 2. `run` (`KERAS_BACKEND=jax`, needs only Keras, JAX and NumPy): for each model size and
    objective, pre-training with the package's model (`build_pretraining_model`), loss
    (`pretraining.losses`) and optimizer (`optimization.create_optimizer`: AdamW, warm-up and
-   linear decay, clipping) in one `jax.jit` step over the records' static masks, held-out MLM
+   linear decay, clipping), one `jax.jit` scan of `--steps_per_call` steps at a time over the
+   records' static masks (the records stay on the device), held-out MLM
    and NSP accuracy against the most frequent token and the majority label, then the main
    job's fair comparison on each task: each side's learning rate and epochs chosen from one
    grid on the last `--selection_examples` training rows (never on dev), the chosen setting
    with every seed on dev, and a learning curve (one seed a point). The classifier is the
    package's (`finetuning.task_models.build_classifier`, mean of the last layer) with the
    fine-tuning AdamW (`optimization.AdamWeightDecay`, bias correction, epsilon 1e-6, weight
-   decay 0.01 but on LayerNorm and biases, clipping 1.0, 10% warm-up then linear decay).
+   decay 0.01 but on LayerNorm and biases, clipping 1.0) on the job's schedule (10% warm-up,
+   linear decay to 0: `optimization.warmup_linear_decay`), the head drawn by
+   `task_models.initial_head_weights` and the random side by `random_encoder_weights`.
 
 Each stage appends to the results JSON as it finishes, so a run stopped by `--time_budget`
 (or killed) keeps what it measured; the remaining stages are listed as skipped.
