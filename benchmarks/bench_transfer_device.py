@@ -185,14 +185,14 @@ def _records(data, split):
     return {key: data[f"{split}/{key}"].astype(np.int32) for key in keys}
 
 
-def _pretraining_batch(records, index, xp=np):
-    """The model's inputs and labels for the records `index` (NumPy or JAX arrays)."""
+def _pretraining_batch(records, index):
+    """The model's inputs and labels for the records `index` (JAX arrays on the device)."""
     ids = records["input_ids"][index]
-    return {"input_word_ids": ids, "input_mask": (ids > 0).astype(xp.int32),
+    return {"input_word_ids": ids, "input_mask": (ids > 0).astype(np.int32),
             "input_type_ids": records["segment_ids"][index],
             "masked_lm_positions": records["masked_lm_positions"][index],
             "masked_lm_ids": records["masked_lm_ids"][index],
-            "masked_lm_weights": records["masked_lm_weights"][index].astype(xp.float32),
+            "masked_lm_weights": records["masked_lm_weights"][index].astype(np.float32),
             "next_sentence_labels": records["next_sentence_labels"][index]}
 
 
@@ -235,7 +235,7 @@ def pretrain(config, records, heldout, next_sentence, causal, args, log):
     def steps(state, device_records, indices):  # indices [steps, batch]: one copy per chunk
         def one_step(state, index):
             trainable, non_trainable, optimizer_state = state
-            batch = _pretraining_batch(device_records, index, jax.numpy)
+            batch = _pretraining_batch(device_records, index)
             (loss, (non_trainable, _)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
                 trainable, non_trainable, batch)
             trainable, optimizer_state = optimizer.stateless_apply(optimizer_state, grads,
@@ -245,7 +245,7 @@ def pretrain(config, records, heldout, next_sentence, causal, args, log):
 
     @jax.jit
     def eval_sums(state, device_records, index):
-        return sums_of(state[0], state[1], _pretraining_batch(device_records, index, jax.numpy),
+        return sums_of(state[0], state[1], _pretraining_batch(device_records, index),
                        False)[0]
 
     # The records live on the accelerator: a host-to-device copy per step costs more than the
