@@ -8,9 +8,9 @@ chosen from one grid on held-out *training* rows, then several seeds on the dev 
 - Table 5 (pre-training tasks), at the `--objective_preset` size:
   `MLM + NSP` (BERT), `No NSP` (masked LM only), `LTR & No NSP` (a left-to-right model: causal
   attention, masked LM only) and `No pre-training` (the same architecture freshly initialized);
-- Table 6 (model size): `--size_presets` (e.g. tiny, mini, small), MLM + NSP, the same number of
+- Table 6 (model size): `--size_presets` (e.g. tiny, mini, small), `--size_objective` (MLM + NSP), the same number of
   steps, each against its own freshly initialized twin;
-- Section 5.3 (feature-based) on the first task: the `MLM + NSP` encoder frozen, its last
+- Section 5.3 (feature-based) on the first task: the `--size_objective` encoder frozen, its last
   four layers' mean-pooled outputs concatenated into a logistic-regression classifier, against
   fine-tuning the whole model; both with their learning rate chosen on the held-out rows.
 
@@ -62,6 +62,9 @@ def parse_args(argv=None):
     parser.add_argument("--size_tasks", default="",
                         help="Tasks of Table 6 (default: all of --tasks); the larger sizes "
                         "cost the most fine-tuning time.")
+    parser.add_argument("--size_objective", default="MLM + NSP", choices=list(OBJECTIVES),
+                        help="Pre-training tasks of Table 6 and of the feature-based run (the "
+                        "paper's: MLM + NSP; the main job's: No NSP).")
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--train_examples", type=int, default=2000)
     parser.add_argument("--selection_examples", type=int, default=400)
@@ -87,7 +90,7 @@ def pretrain_variants(args, job_options):
     stages.run("vocab", lambda: main_job.build_vocab_stage(job_options, base))
     stages.run("data", lambda: main_job.create_data_stage(job_options, base))
     variants = [(name, args.objective_preset) for name in OBJECTIVES]
-    variants += [("MLM + NSP", preset) for preset in args.size_presets.split(",")
+    variants += [(args.size_objective, preset) for preset in args.size_presets.split(",")
                  if preset != args.objective_preset]
     models = {}
     for name, preset in variants:
@@ -216,7 +219,7 @@ def main(argv=None):
     for task_name in tasks:
         data_dir = os.path.join(args.glue_dir, TASK_DIRS[task_name])
         if task_name == "sst2" and not os.path.exists(os.path.join(data_dir, "train.tsv")):
-            data_dir = bundled.DEFAULT_FINETUNE_DATA_DIR
+            data_dir = bundled.SST2_DATA_DIR
         state = os.path.join(args.work_dir,
                              f"runs_{task_name}_{args.objective_preset}_{args.pooling}.json")
         dirs = {name: models[(name, args.objective_preset)] for name in OBJECTIVES}
@@ -229,19 +232,20 @@ def main(argv=None):
         print(f"{task_name}: " + ", ".join(f"{side} {values['dev_mean']:.3f}"
                                          for side, values in result["sides"].items()), flush=True)
         if task_name == tasks[0]:
-            features = feature_based(args, sweep, task, weights["MLM + NSP"], result)
-            features["fine_tuning"] = table5[task_name]["MLM + NSP"]
+            features = feature_based(args, sweep, task, weights[args.size_objective], result)
+            features["fine_tuning"] = table5[task_name][args.size_objective]
+            features["objective"] = args.size_objective
         for preset in args.size_presets.split(","):
             if args.size_tasks and task_name not in args.size_tasks.split(","):
                 continue
             if preset == args.objective_preset:
                 table6.setdefault(preset, {})[task_name] = {
-                    "pre-trained": table5[task_name]["MLM + NSP"],
+                    "pre-trained": table5[task_name][args.size_objective],
                     "random init": table5[task_name][NONE]}
                 continue
             state = os.path.join(args.work_dir, f"runs_{task_name}_{preset}_{args.pooling}.json")
             result, _, _, _ = compare(args, task_name, data_dir,
-                                      {"pre-trained": models[("MLM + NSP", preset)],
+                                      {"pre-trained": models[(args.size_objective, preset)],
                                        "random init": None}, state)
             table6.setdefault(preset, {})[task_name] = {
                 side: _summary(values) for side, values in result["sides"].items()}

@@ -16,6 +16,9 @@ from bert_keras.modeldir.loading import load_pretraining_model
 
 # A small comparison: the fine-tuning stage's runs take seconds, not minutes.
 # 500 SST-2 phrases for 5 epochs: about the smallest budget at which a tiny model learns here.
+# The fixture's headline task is SST-2 (where both sides learn at this budget, so that the
+# tests can check learning against the majority label), its second task the bundled CoLA; it
+# keeps the next-sentence task on, the job's other pre-training path.
 QUICK_COMPARISON = dict(finetune_train_examples=500, finetune_selection_examples=300,
                         finetune_learning_rates=(1e-3, 3e-3), finetune_epochs=(5,),
                         finetune_seeds=(1, 2), learning_curve=(200, 500))
@@ -27,7 +30,8 @@ def finished_job(tmp_path_factory):
         work_dir=str(tmp_path_factory.mktemp("main_job")), vocab_size=1200, dupe_factor=1,
         max_seq_length=64, max_predictions_per_seq=10, num_train_steps=300,
         save_checkpoints_steps=150, steps_per_execution=50, train_batch_size=32,
-        num_workers=1, finetune_seq_length=48, **QUICK_COMPARISON)
+        num_workers=1, next_sentence=True, finetune_task="glue/sst2", second_task="glue/cola",
+        **QUICK_COMPARISON)
     return options, main_job.run_main_job(options)
 
 
@@ -62,7 +66,7 @@ def test_results_json_holds_the_figures(finished_job):
     assert written["pretrain"]["nsp_majority_share"] == evaluated["baselines"]["nsp_majority_share"]
     finetune = written["finetune"]
     assert finetune["task"] == "glue/sst2" and finetune["metric"] == "accuracy"
-    assert finetune["pooling"] == "mean"
+    assert finetune["pooling"] == "mean" and finetune["seq_length"] == 48
     assert finetune["train_examples"] == 500 and finetune["seeds"] == [1, 2]
     # The bundled dev set is SST-2's: 872 sentences, 444 positive.
     assert abs(finetune["dev_majority_share"] - 444 / 872) < 1e-9
@@ -85,6 +89,25 @@ def test_results_json_holds_the_figures(finished_job):
         assert side["dev_mean"] >= finetune["dev_majority_share"] + 0.05, side
     assert finetune["margin"] == pytest.approx(
         finetune["pretrained"]["dev_mean"] - finetune["random_init"]["dev_mean"])
+    # The second task: the same comparison on the bundled CoLA, at its own length, no curve.
+    assert list(written["other_tasks"]) == ["glue/cola"]
+    cola = written["other_tasks"]["glue/cola"]
+    assert cola["metric"] == "matthews_corrcoef" and cola["seq_length"] == 32
+    assert cola["dev_majority_share"] == pytest.approx(719 / 1043)  # CoLA dev: 719 acceptable
+    with open(options.paths()["second_task_runs"], encoding="utf-8") as f:
+        cola_runs = json.load(f)["runs"]
+    for name, side in (("pre-trained", cola["pretrained"]), ("random init", cola["random_init"])):
+        assert sorted(side["curve"]) == ["500"] and len(side["dev"]) == 2
+        chosen = side["chosen"]
+        assert side["selection"][f"lr={chosen['learning_rate']:g},epochs={chosen['epochs']}"] == \
+            max(side["selection"].values())
+        for seed, score in zip(cola["seeds"], side["dev"]):
+            key = (f"{name}|n=500|lr={chosen['learning_rate']:g}|epochs={chosen['epochs']}|"
+                   f"seed={seed}")
+            assert cola_runs[key]["dev"] == score
+        assert -1.0 <= side["dev_mean"] <= 1.0
+    assert cola["margin"] == pytest.approx(
+        cola["pretrained"]["dev_mean"] - cola["random_init"]["dev_mean"])
     assert os.path.getsize(options.paths()["learning_curve"]) > 1000
     with open(options.paths()["learning_curve"], "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
@@ -110,13 +133,13 @@ def test_the_classifier_served_in_a_fresh_process_is_the_fine_tuned_model(finish
     assert response["loaded_modules"] == []
     model, task_config = load_task_model(paths["finetuned"])
     assert task_config["pooling"] == options.finetune_pooling == "mean"  # the job's default
-    task = get_task("glue/sst2", options.finetune_data_dir, paths["finetuned"])
+    task = get_task("glue/sst2", options.task_data_dir("glue/sst2"), paths["finetuned"])
     features = task.encode(sentences)
     probabilities = tf.nn.softmax(model.predict(features, verbose=0), axis=-1).numpy()
     for (label, probability), row in zip(response["classifications"], probabilities):
         assert label == task_config["label_names"][int(np.argmax(row))]
         assert abs(probability - row.max()) < 1e-5
-    assert len(results["demo"]["classifications"]) == len(options.classify_sentences)
+    assert len(results["demo"]["classifications"]) == len(options.sentences_to_classify())
 
 
 def test_demo_predictions_match_the_in_memory_model(finished_job):
@@ -263,7 +286,8 @@ def test_another_random_initialization_does_not_pass_as_pre_trained(finished_job
     assert options.seed != 7
     # One learning rate and no curve: the control is about the margin, and the suite stays short.
     options = dataclasses.replace(options, work_dir=str(tmp_path / "work"),
-                                  finetune_learning_rates=(1e-3,), learning_curve=(500,))
+                                  finetune_learning_rates=(1e-3,), learning_curve=(500,),
+                                  second_task="none")
     paths = options.paths()
     main_job.write_random_init_model_dir(finished_job[0].paths()["model"], paths["model"], 7)
     result = main_job.finetune_stage(options, paths)
@@ -309,15 +333,16 @@ def test_bad_settings_stop_the_job_before_anything_is_written(setting, message, 
 def test_a_labelled_file_with_one_class_stops_the_job_naming_it(tmp_path):
     data = tmp_path / "sst2"
     data.mkdir()
-    with open(os.path.join(bundled.DEFAULT_FINETUNE_DATA_DIR, "train.tsv"), encoding="utf-8") as f:
+    with open(os.path.join(bundled.SST2_DATA_DIR, "train.tsv"), encoding="utf-8") as f:
         rows = f.read().splitlines()
     (data / "train.tsv").write_text("\n".join([rows[0]] + [r for r in rows[1:] if r.endswith("\t1")])
                                     + "\n", encoding="utf-8")
-    with open(os.path.join(bundled.DEFAULT_FINETUNE_DATA_DIR, "dev.tsv"), encoding="utf-8") as f:
+    with open(os.path.join(bundled.SST2_DATA_DIR, "dev.tsv"), encoding="utf-8") as f:
         (data / "dev.tsv").write_text(f.read(), encoding="utf-8")
     work_dir = tmp_path / "work"
     with pytest.raises(ValueError, match="one label only") as raised:
         main_job.run_main_job(main_job.MainJobOptions(work_dir=str(work_dir),
+                                                      finetune_task="glue/sst2",
                                                       finetune_data_dir=str(data)))
     assert str(data / "train.tsv") in str(raised.value)
     assert not work_dir.exists()

@@ -10,11 +10,12 @@ Stages, each a library function of this package, each leaving its output under `
                   answering the most frequent token and the majority label
 5. finetune       what pre-training is worth: `model/` and the same architecture freshly
                   initialized, each fine-tuned on a sentence classification task (by default
-                  SST-2, bundled in `bert_keras/data/sst2`) with the same budget and the same
+                  CoLA, bundled in `bert_keras/data/cola`) with the same budget and the same
                   search (`bert_keras.finetuning.transfer`): each side's learning rate and epochs
                   chosen from one grid on held-out *training* rows, then several seeds on the
                   dev set (mean and spread) and a learning curve (`learning_curve.png`); the
-                  pre-trained side's run is saved as `finetuned/`
+                  pre-trained side's run is saved as `finetuned/`. The same comparison, without
+                  the curve, on a second task (by default SST-2, `bert_keras/data/sst2`)
 6. export         `model/` -> `export/preprocessor`, `export/encoder`; `finetuned/` ->
                   `export/classifier`, a raw-text classifier (SavedModels, `bert_keras.export`)
 7. demo           a fresh Python process that imports only TensorFlow and tensorflow-text
@@ -26,8 +27,9 @@ A finished stage writes `stages/<name>.json`; a rerun skips finished stages and 
 interrupted pre-training from its last checkpoint and an interrupted comparison from its last
 finished run (`finetune_runs.json`). At the end the job writes `results.json`: the held-out
 pre-training accuracies and their baselines, each side's chosen setting, per-seed dev scores and
-learning curve, and the seconds of every stage. By default the job runs on the WikiText-2 sample
-bundled in `bert_keras/data` (CC BY-SA 3.0).
+learning curve, and the seconds of every stage. By default the job pre-trains on passages of 28
+public-domain books bundled in `bert_keras/data` and fine-tunes on the bundled CoLA and SST-2
+(sources and licences: `bert_keras/data/README.md`).
 
 Example:
 

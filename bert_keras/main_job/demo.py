@@ -40,7 +40,7 @@ def demo_stage(options, paths):
         "preprocessor": paths["preprocessor"], "encoder": paths["encoder"],
         "vocab_file": paths["vocab"], "seq_length": options.max_seq_length,
         "masked_sentences": list(options.sentences), "classifier": paths["classifier"],
-        "classify_sentences": list(options.classify_sentences)}, paths["root"])
+        "classify_sentences": list(options.sentences_to_classify())}, paths["root"])
     lines = []
     for sentence, per_mask in zip(options.sentences, response["masked_word_predictions"]):
         lines.append(sentence)
@@ -48,10 +48,10 @@ def demo_stage(options, paths):
             lines.append("    [MASK] -> " + "  ".join(f"{token} ({p:.2f})" for token, p in candidates))
     meanings = LABEL_MEANINGS.get(options.finetune_task, {})
     classifications = []
-    for sentence, (label, probability) in zip(options.classify_sentences,
+    for sentence, (label, probability) in zip(options.sentences_to_classify(),
                                               response["classifications"]):
         meaning = meanings.get(label, label)
-        classifications.append(f"{meaning:>8} ({probability:.2f})  {sentence}")
+        classifications.append(f"{meaning:>12} ({probability:.2f})  {sentence}")
     return {"summary": f"{len(options.sentences)} masked sentences, "
-                       f"{len(options.classify_sentences)} classified, in a fresh process",
+                       f"{len(options.sentences_to_classify())} classified, in a fresh process",
             "predictions": lines, "classifications": classifications}

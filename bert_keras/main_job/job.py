@@ -11,12 +11,29 @@ from bert_keras.main_job.demo import demo_stage
 from bert_keras.main_job.options import STAGES, check_options
 from bert_keras.main_job.stages import PRETRAINED, RANDOM_INIT
 
+def _comparison_summary(finetuned):
+    """One task's comparison, as written to `results.json`."""
+    sides = finetuned["sides"]
+    return {
+        "task": finetuned["task"],
+        "metric": finetuned["metric"],
+        "seq_length": finetuned.get("seq_length"),
+        "train_examples": finetuned["options"]["num_train_examples"],
+        "selection_examples": finetuned["options"]["selection_examples"],
+        "seeds": finetuned["options"]["seeds"],
+        "dev_majority_share": finetuned["majority_share"],
+        "pretrained": sides[PRETRAINED],
+        "random_init": sides[RANDOM_INIT],
+        "margin": finetuned["margin"],
+        "pretraining_clearly_helps": finetuned["pretraining_clearly_helps"],
+    }
+
+
 def results_summary(results):
     """The figures of a finished job, as written to `results.json`."""
     evaluated, finetuned = results["evaluate"], results["finetune"]
     seconds = {name: results[name].get("seconds") for name in STAGES}
     seconds["total"] = round(sum(value or 0.0 for value in seconds.values()), 1)
-    sides = finetuned["sides"]
     return {
         "pretrain": {
             "heldout_mlm_accuracy": evaluated["results"]["masked_lm_accuracy"],
@@ -25,28 +42,18 @@ def results_summary(results):
             "nsp_majority_share": evaluated["baselines"]["nsp_majority_share"],
             "global_step": evaluated["results"].get("global_step"),
         },
-        "finetune": {
-            "task": finetuned["task"],
-            "metric": finetuned["metric"],
-            "pooling": finetuned.get("pooling"),
-            "train_examples": finetuned["options"]["num_train_examples"],
-            "selection_examples": finetuned["options"]["selection_examples"],
-            "seeds": finetuned["options"]["seeds"],
-            "dev_majority_share": finetuned["majority_share"],
-            "pretrained": sides[PRETRAINED],
-            "random_init": sides[RANDOM_INIT],
-            "margin": finetuned["margin"],
-            "pretraining_clearly_helps": finetuned["pretraining_clearly_helps"],
-        },
+        "finetune": dict(_comparison_summary(finetuned), pooling=finetuned.get("pooling")),
+        "other_tasks": {name: _comparison_summary(other)
+                        for name, other in finetuned.get("other_tasks", {}).items()},
         "seconds": seconds,
     }
 
 
-def _print_comparison(finetune):
+def _print_comparison(finetune, pooling, curve=True):
     metric = finetune["metric"]
     sides = {PRETRAINED: finetune["pretrained"], RANDOM_INIT: finetune["random_init"]}
-    print(f"\nFine-tuning on {finetune['task']} (the classifier reads "
-          f"{POOLING_DESCRIPTIONS.get(finetune['pooling'], finetune['pooling'])}): dev {metric} with "
+    print(f"\nFine-tuning on {finetune['task']} ({finetune['seq_length']} tokens; the classifier "
+          f"reads {POOLING_DESCRIPTIONS.get(pooling, pooling)}): dev {metric} with "
           f"{finetune['train_examples']} labelled examples; each side's learning rate and "
           f"epochs chosen on {finetune['selection_examples']} held-out training examples "
           "(never on dev):")
@@ -60,8 +67,12 @@ def _print_comparison(finetune):
     verdict = ("clearly better (at least 3 points and twice the standard error of the "
                "difference)" if finetune["pretraining_clearly_helps"] else
                "NOT clearly better than random initialization at this budget")
+    baseline = ("majority label {:.3f}".format(finetune["dev_majority_share"])
+                if metric == "accuracy" else "always the majority label: 0")
     print(f"  pre-trained minus random init: {finetune['margin'] * 100:+.1f} points "
-          f"(majority label {finetune['dev_majority_share']:.3f}): pre-trained is {verdict}")
+          f"({baseline}): pre-trained is {verdict}")
+    if not curve:
+        return
     sizes = sorted(int(size) for size in finetune["pretrained"]["curve"])
     print("Learning curve (dev " + metric + ", one seed a point):")
     print(f"  {'labelled':<12} " + " ".join(f"{size:>6}" for size in sizes))
@@ -139,7 +150,9 @@ def run_main_job(options):
               f"next-sentence accuracy {nsp:.3f} (majority label "
               f"{pretrain['nsp_majority_share']:.3f})" if nsp is not None
               else "no next-sentence prediction"))
-    _print_comparison(summary["finetune"])
+    _print_comparison(summary["finetune"], summary["finetune"]["pooling"])
+    for other in summary["other_tasks"].values():
+        _print_comparison(other, summary["finetune"]["pooling"], curve=False)
     print(f"Learning curve plot: {paths['learning_curve']}")
     print(f"{summary['seconds']['total']:.0f} s in all; everything is in {paths['root']} "
           f"(figures in {paths['results']})")

@@ -63,12 +63,13 @@ def check_finetune_inputs(options):
 
     from bert_keras.finetuning.catalog import parse_task_name
 
-    name = parse_task_name(options.finetune_task).glue_task
-    examples = glue.read_glue_examples(name, options.finetune_data_dir, "train")
-    source = glue.split_path(name, options.finetune_data_dir, "train")
-    transfer_options(options).check(len(examples), source,
-                                    [example.label for example in examples])
-    glue.read_glue_examples(name, options.finetune_data_dir, "dev")
+    for task in options.tasks():
+        name, data_dir = parse_task_name(task).glue_task, options.task_data_dir(task)
+        examples = glue.read_glue_examples(name, data_dir, "train")
+        source = glue.split_path(name, data_dir, "train")
+        transfer_options(options, task).check(len(examples), source,
+                                              [example.label for example in examples])
+        glue.read_glue_examples(name, data_dir, "dev")
 
 
 def build_vocab_stage(options, paths):
@@ -119,7 +120,8 @@ def _pretraining_options(options, paths, **overrides):
         learning_rate=options.learning_rate, save_checkpoints_steps=options.save_checkpoints_steps,
         steps_per_execution=options.steps_per_execution,
         mixed_precision=options.mixed_precision, seed=options.seed,
-        next_sentence=options.next_sentence)
+        next_sentence=options.next_sentence, dynamic_masking=options.dynamic_masking,
+        masked_lm_prob=options.masked_lm_prob)
     values.update(overrides)
     return PretrainingOptions(**values)
 
@@ -139,7 +141,7 @@ def evaluate_stage(options, paths):
 
     heldout = os.path.join(paths["heldout_data"], "*.tfrecord")
     results = _jsonable(pretraining.evaluate(_pretraining_options(
-        options, paths, mode="eval", input_files=heldout)))
+        options, paths, mode="eval", input_files=heldout, dynamic_masking=False)))
     baselines = compute_baselines(os.path.join(paths["train_data"], "*.tfrecord"), heldout,
                                   options.max_seq_length, options.max_predictions_per_seq)
     summary = (f"held-out masked_lm_accuracy {results['masked_lm_accuracy']:.3f} (most frequent "
@@ -150,35 +152,43 @@ def evaluate_stage(options, paths):
     return {"summary": summary, "results": results, "baselines": baselines}
 
 
-def transfer_options(options):
-    """The `finetuning.transfer.TransferOptions` of the job's options."""
+def transfer_options(options, task=None):
+    """The `finetuning.transfer.TransferOptions` of the job's options for `task` (default: the
+    headline task; the second task has no learning curve beyond the headline size)."""
     from bert_keras.finetuning.transfer import TransferOptions
 
+    curve = tuple(int(v) for v in options.learning_curve)
+    if task not in (None, options.finetune_task):
+        curve = (options.finetune_train_examples,)
     return TransferOptions(
         num_train_examples=options.finetune_train_examples,
         selection_examples=options.finetune_selection_examples,
         learning_rates=tuple(float(v) for v in options.finetune_learning_rates),
         epochs=tuple(int(v) for v in options.finetune_epochs),
         seeds=tuple(int(v) for v in options.finetune_seeds),
-        curve_examples=tuple(int(v) for v in options.learning_curve),
+        curve_examples=curve,
         train_batch_size=options.finetune_batch_size)
 
 
-def compare_finetuning(options, model_dir, initial_weights, state_path=None, log=print):
-    """Fine-tunes each of `initial_weights` ({side: weights}) on the job's task with the same
-    grid, seeds and budget (`finetuning.transfer.compare_initializations`); returns
-    (result, sweep), the sweep holding the model of the last run."""
+def compare_finetuning(options, model_dir, initial_weights, state_path=None, log=print,
+                       task_name=None):
+    """Fine-tunes each of `initial_weights` ({side: weights}) on `task_name` (default: the job's
+    headline task) with the same grid, seeds and budget
+    (`finetuning.transfer.compare_initializations`); returns (result, sweep), the sweep holding
+    the model of the last run."""
     from bert_keras.finetuning.sweep import FinetuningSweep
     from bert_keras.finetuning.task import FinetuningOptions, get_task
     from bert_keras.finetuning.transfer import compare_initializations
     from bert_keras.modeldir import model_dir as model_dir_lib
 
-    task = get_task(options.finetune_task, options.finetune_data_dir, model_dir,
-                    FinetuningOptions(max_seq_length=options.finetune_seq_length,
+    task_name = task_name or options.finetune_task
+    task = get_task(task_name, options.task_data_dir(task_name), model_dir,
+                    FinetuningOptions(max_seq_length=options.task_seq_length(task_name),
                                       pooling=options.finetune_pooling))
     config = model_dir_lib.read_config(model_dir)
     sweep = FinetuningSweep(task, config, options.finetune_batch_size)
-    result = compare_initializations(task, config, initial_weights, transfer_options(options),
+    result = compare_initializations(task, config, initial_weights,
+                                     transfer_options(options, task_name),
                                      state_path=state_path, log=log, sweep=sweep)
     return result, sweep
 
@@ -209,15 +219,28 @@ def finetune_stage(options, paths):
     save_task_model_dir(sweep.model, paths["finetuned"], config, sweep.task.vocab,
                         sweep.task.do_lower_case, sweep.task.task_config())
 
-    pre, rand = result["sides"][PRETRAINED], result["sides"][RANDOM_INIT]
-    margin = pre["dev_mean"] - rand["dev_mean"]
-    helps = clearly_better(result, PRETRAINED, RANDOM_INIT)
-    summary = (f"dev {result['metric']} {pre['dev_mean']:.3f} +- {pre['dev_std']:.3f} pre-trained, "
-               f"{rand['dev_mean']:.3f} +- {rand['dev_std']:.3f} from random initialization "
-               f"({margin * 100:+.1f} points; {len(pre['dev'])} seeds, "
-               f"{options.finetune_train_examples} labelled examples)")
-    return {"summary": summary, **_jsonable(result), "margin": margin,
-            "pretraining_clearly_helps": helps, "pooling": options.finetune_pooling}
+    def outcome(result):
+        pre, rand = result["sides"][PRETRAINED], result["sides"][RANDOM_INIT]
+        margin = pre["dev_mean"] - rand["dev_mean"]
+        summary = (f"{result['task']} dev {result['metric']} {pre['dev_mean']:.3f} +- "
+                   f"{pre['dev_std']:.3f} pre-trained, {rand['dev_mean']:.3f} +- "
+                   f"{rand['dev_std']:.3f} from random initialization ({margin * 100:+.1f} "
+                   f"points; {len(pre['dev'])} seeds, {options.finetune_train_examples} "
+                   "labelled examples)")
+        return summary, {**_jsonable(result), "margin": margin,
+                         "pretraining_clearly_helps": clearly_better(result, PRETRAINED,
+                                                                     RANDOM_INIT),
+                         "seq_length": options.task_seq_length(result["task"])}
+
+    summary, headline = outcome(result)
+    others = {}
+    for task_name in options.tasks()[1:]:
+        second, _ = compare_finetuning(options, paths["model"], initial,
+                                       paths["second_task_runs"], task_name=task_name)
+        line, others[task_name] = outcome(second)
+        summary += "; " + line
+    return {"summary": summary, **headline, "pooling": options.finetune_pooling,
+            "other_tasks": others}
 
 
 def write_random_init_model_dir(model_dir, output_dir, seed):

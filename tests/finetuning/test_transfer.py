@@ -14,11 +14,11 @@ import pytest
 from bert_keras.finetuning import sweep as sweep_lib
 from bert_keras.finetuning import transfer
 from bert_keras.finetuning.task import FinetuningOptions, get_task
-from bert_keras.data.bundled import DEFAULT_FINETUNE_DATA_DIR
+from bert_keras.data.bundled import SST2_DATA_DIR
 from finetuning_fixtures import tiny_model_dir
 
-TRAIN = os.path.join(DEFAULT_FINETUNE_DATA_DIR, "train.tsv")
-DEV = os.path.join(DEFAULT_FINETUNE_DATA_DIR, "dev.tsv")
+TRAIN = os.path.join(SST2_DATA_DIR, "train.tsv")
+DEV = os.path.join(SST2_DATA_DIR, "dev.tsv")
 
 
 @pytest.mark.parametrize("module", [sweep_lib, transfer])
@@ -31,7 +31,7 @@ def sst2(tmp_path_factory):
     """The bundled SST-2 task, a tiny random model directory over its words, and one sweep."""
     root = tmp_path_factory.mktemp("sst2")
     model = tiny_model_dir(root, [TRAIN, DEV])
-    task = get_task("glue/sst2", DEFAULT_FINETUNE_DATA_DIR, model,
+    task = get_task("glue/sst2", SST2_DATA_DIR, model,
                     FinetuningOptions(max_seq_length=48))
     from bert_keras.modeldir import model_dir
 
