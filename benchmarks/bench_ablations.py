@@ -8,8 +8,9 @@ chosen from one grid on held-out *training* rows, then several seeds on the dev 
 - Table 5 (pre-training tasks), at the `--objective_preset` size:
   `MLM + NSP` (BERT), `No NSP` (masked LM only), `LTR & No NSP` (a left-to-right model: causal
   attention, masked LM only) and `No pre-training` (the same architecture freshly initialized);
-- Table 6 (model size): `--size_presets` (e.g. tiny, mini, small), `--size_objective` (MLM + NSP), the same number of
-  steps, each against its own freshly initialized twin;
+- Table 6 (model size): `--size_presets` (e.g. tiny, mini, small) pre-trained with
+  `--size_objective` (default MLM + NSP), the same number of steps, each against its own
+  freshly initialized twin;
 - Section 5.3 (feature-based) on the first task: the `--size_objective` encoder frozen, its last
   four layers' mean-pooled outputs concatenated into a logistic-regression classifier, against
   fine-tuning the whole model; both with their learning rate chosen on the held-out rows.

@@ -88,7 +88,8 @@ class MainJobOptions:
         "float32); auto: bfloat16 where the device computes it natively, else float32. The "
         "default is float32: for this tiny model mixed bfloat16 is no faster on a CPU with "
         "avx512_bf16 but no AMX (about 1,750 sequences a second either way at 32 tokens; 213 "
-        "against float32's 253 at 128), and float32 gives every CPU the same figures.", flag_default="float32")
+        "against float32's 253 at 128), and float32 gives every CPU the same figures.",
+        flag_default="float32")
     num_workers: int = option(0, "Processes for the data stage (0: one per core).")
     seed: int = cli.seed_option(12345, "Seed of the data, the pre-training and the random "
                                 "initialization it is compared with.")
