@@ -1,8 +1,9 @@
 """Shared timing, machine description, table and results-file helpers of the benchmarks.
 
-Every comparison is timed in one process on one machine, with the contenders interleaved
-(A B A B ...) round by round, so that a change in the machine's load during the run touches all
-of them alike; each contender's figure is the median of its rounds.
+Every comparison is timed on one machine, with the contenders interleaved (A B A B ...) round by
+round, so that a change in the machine's load during the run touches all of them alike; each
+contender's figure is the median of its rounds. Most run in one process; the serving comparison
+runs each contender in a process of its own (`IsolatedContenders`), as a server would.
 """
 
 import json
@@ -109,6 +110,115 @@ def interleaved_timings(contenders, rounds, warmup=1, calls=1, pause=0.0):
                 fn()
             times[name].append((time.perf_counter() - start) / calls)
     return times
+
+
+def _contender_worker(connection):
+    """A contender's process: builds callables on "setup" and times them on "run"."""
+    import traceback
+    run = None
+    while True:
+        message = connection.recv()
+        try:
+            if message[0] == "setup":
+                _, factory, kwargs = message
+                run = factory(**kwargs)
+                connection.send(("ok", run()))  # the first output, for the caller's checks
+            elif message[0] == "run":
+                start = time.perf_counter()
+                for _ in range(message[1]):
+                    run()
+                connection.send(("ok", (time.perf_counter() - start) / message[1]))
+            else:
+                connection.send(("ok", None))
+                return
+        except Exception:  # reported to the caller, which raises it
+            connection.send(("error", traceback.format_exc()))
+
+
+class IsolatedContenders:
+    """Contenders timed each in a process of its own, interleaved round by round.
+
+    A user's server runs one runtime per process: TensorFlow's or PyTorch's or ONNX Runtime's
+    thread pools and allocators never share one. In one process the contenders slow each other
+    (measured: our pair classifier at batch 1, 7.9 ms alone, 9.5 ms beside PyTorch). Here each
+    contender name gets a process (`multiprocessing`'s spawn) that blocks on a pipe while the
+    others run. `setup(name, factory, **kwargs)` calls the module-level `factory(**kwargs)` in
+    that process (it returns a zero-argument callable that runs one batch to completion) and
+    returns the callable's first output; `timings(...)` is `interleaved_timings` across them.
+    """
+
+    def __init__(self, names):
+        import multiprocessing
+        context = multiprocessing.get_context("spawn")
+        self._connections, self._processes = {}, []
+        for name in names:
+            parent, child = context.Pipe()
+            process = context.Process(target=_contender_worker, args=(child,), daemon=True)
+            process.start()
+            self._connections[name] = parent
+            self._processes.append(process)
+
+    def _ask(self, name, *message):
+        self._connections[name].send(message)
+        status, value = self._connections[name].recv()
+        if status == "error":
+            raise RuntimeError(f"contender {name} failed in its process:\n{value}")
+        return value
+
+    def setup(self, name, factory, **kwargs):
+        return self._ask(name, "setup", factory, kwargs)
+
+    def timings(self, names, rounds, warmup=1, calls=1, pause=0.0):
+        """{name: [seconds per call, one per round]} as `interleaved_timings` gives."""
+        for name in names:
+            for _ in range(warmup):
+                self._ask(name, "run", 1)
+        times = {name: [] for name in names}
+        for _ in range(rounds):
+            for name in names:
+                if pause:
+                    time.sleep(pause)
+                times[name].append(self._ask(name, "run", calls))
+        return times
+
+    def close(self):
+        for name in self._connections:
+            try:
+                self._ask(name, "stop")
+            except (OSError, EOFError, RuntimeError):
+                pass
+        for process in self._processes:
+            process.join(timeout=30)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class InProcessContenders:
+    """`IsolatedContenders`' interface with every contender in this process (`--isolation=none`)."""
+
+    def __init__(self, names=()):
+        self._runs = {}
+
+    def setup(self, name, factory, **kwargs):
+        self._runs[name] = factory(**kwargs)
+        return self._runs[name]()
+
+    def timings(self, names, rounds, warmup=1, calls=1, pause=0.0):
+        return interleaved_timings({name: self._runs[name] for name in names}, rounds,
+                                   warmup=warmup, calls=calls, pause=pause)
+
+    def close(self):
+        self._runs.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def torch_bert_adamw(model, learning_rate, weight_decay=0.01, epsilon=1e-6):

@@ -11,9 +11,11 @@ raw WikiText sentences (the corpus split by `bert_keras.text.sentence_splitting`
   (the longest rounded up to 16); peer: `BertTokenizerFast(padding="longest", truncation=True)`.
 
 Ours: the exported preprocessor and encoder SavedModels loaded with `tf.saved_model.load`
-(tokenization in graph). Peer: `BertModel` under `torch.inference_mode`. Interleaved rounds,
-medians; a round of batch B times 32 / B calls in a row (batch 1: 32 calls) and records their
-mean; ratio = peer time / our time. The outputs are compared at the real tokens.
+(tokenization in graph). Peer: `BertModel` under `torch.inference_mode`. Each runtime runs in a
+process of its own, as a server runs one (`--isolation=process`, the default; `none` puts them
+all in this process, where they slow each other). Interleaved rounds, medians; a round of batch
+B times 32 / B calls in a row (batch 1: 32 calls) and records their mean; ratio = peer time /
+our time. The outputs are compared at the real tokens.
 
 `task_pairs` rows: a sentence-pair classifier on the same weights (the head copied from the
 peer's), exported with `--kind=task` and called as `serving_default(text_a, text_b)` on pairs of
@@ -45,11 +47,66 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_common  # noqa: E402
 
 
-def onnxruntime_session(torch_model, path, num_outputs=1):
-    """`torch_model` (a HF BERT taking input_ids, attention_mask, token_type_ids) exported to ONNX
-    at `path` and loaded in an ONNX Runtime CPU session with one intra-op thread per core; returns
-    run(encoded) -> the first output as NumPy, for `encoded` a HF tokenizer's NumPy output."""
-    import onnxruntime
+# ----------------------------------------------------------------------------- the contenders
+# Module-level factories: each runs in the contender's own process (`--isolation=process`) and
+# returns a zero-argument callable that runs one batch to completion and returns its outputs.
+_LOADED = {}
+
+
+def _load(key, make):
+    """Loads a model once per process (every case of a run reuses it)."""
+    if key not in _LOADED:
+        _LOADED[key] = make()
+    return _LOADED[key]
+
+
+def ours_encoder(preprocessor_dir, encoder_dir, lines, padding, seq_length):
+    """Our exported preprocessor + encoder SavedModels: (sequence_output, input_mask)."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  registers the tokenizer ops the preprocessor uses
+
+    preprocessor = _load(preprocessor_dir, lambda: tf.saved_model.load(preprocessor_dir))
+    encoder = _load(encoder_dir, lambda: tf.saved_model.load(encoder_dir))
+    strings = tf.constant(lines)
+
+    def run():
+        if padding == "longest":
+            inputs = preprocessor.bert_pack_inputs_to_longest(
+                [preprocessor.tokenize(strings)], seq_length=seq_length)
+        else:
+            inputs = preprocessor(strings)
+        outputs = encoder(inputs, training=False)["sequence_output"].numpy()
+        return outputs, inputs["input_mask"].numpy()
+
+    return run
+
+
+def _hf_tokenizer(hf_dir):
+    import transformers
+    return _load(("tokenizer", hf_dir), lambda: transformers.BertTokenizerFast.from_pretrained(hf_dir))
+
+
+def hf_encoder(hf_dir, lines, padding, seq_length):
+    """HF fast tokenizer + `BertModel` (PyTorch): (last_hidden_state, attention_mask)."""
+    import torch
+    import transformers
+
+    tokenizer = _hf_tokenizer(hf_dir)
+    model = _load(("encoder", hf_dir), lambda: transformers.BertModel.from_pretrained(hf_dir).eval())
+
+    def run():
+        encoded = tokenizer(lines, padding=padding, truncation=True, max_length=seq_length,
+                            return_tensors="pt")
+        with torch.inference_mode():
+            outputs = model(**encoded).last_hidden_state.numpy()
+        return outputs, encoded["attention_mask"].numpy()
+
+    return run
+
+
+def export_onnx(torch_model, path):
+    """`torch_model` (a HF BERT taking input_ids, attention_mask, token_type_ids) exported to
+    ONNX at `path` (opset 17, dynamic batch and length; its first output only)."""
     import torch
 
     class FirstOutput(torch.nn.Module):
@@ -68,9 +125,17 @@ def onnxruntime_session(torch_model, path, num_outputs=1):
     torch.onnx.export(FirstOutput(torch_model).eval(), (example, example, example * 0), path,
                       input_names=names, output_names=["output"], dynamic_axes=axes,
                       opset_version=17, dynamo=False)
+
+
+def _onnx_session(path):
+    """An ONNX Runtime CPU session on `path`, one intra-op thread per core; returns
+    run(encoded) -> the first output as NumPy, for `encoded` a HF tokenizer's NumPy output."""
+    import onnxruntime
+
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = os.cpu_count()
     session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    names = ["input_ids", "attention_mask", "token_type_ids"]
 
     def run(encoded):
         return session.run(None, {name: encoded[name] for name in names})[0]
@@ -78,6 +143,65 @@ def onnxruntime_session(torch_model, path, num_outputs=1):
     return run
 
 
+def onnx_encoder(onnx_path, hf_dir, lines, padding, seq_length):
+    """HF fast tokenizer + ONNX Runtime on the exported `BertModel`: (output, attention_mask)."""
+    tokenizer = _hf_tokenizer(hf_dir)
+    session = _load(onnx_path, lambda: _onnx_session(onnx_path))
+
+    def run():
+        encoded = tokenizer(lines, padding=padding, truncation=True, max_length=seq_length,
+                            return_tensors="np")
+        return session(encoded), encoded["attention_mask"]
+
+    return run
+
+
+def ours_pairs(export_dir, first, second):
+    """Our raw-text pair classifier SavedModel's `serving_default`: logits [batch, 2]."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    serve = _load(export_dir, lambda: tf.saved_model.load(export_dir)).signatures["serving_default"]
+    text_a, text_b = tf.constant(first), tf.constant(second)
+
+    def run():
+        return serve(text_a=text_a, text_b=text_b)["logits"].numpy()
+
+    return run
+
+
+def hf_pairs(classifier_dir, hf_dir, first, second, seq_length):
+    """HF fast tokenizer (padding to the longest pair) + `BertForSequenceClassification`."""
+    import torch
+    import transformers
+
+    tokenizer = _hf_tokenizer(hf_dir)
+    model = _load(("classifier", classifier_dir), lambda: transformers.BertForSequenceClassification
+                  .from_pretrained(classifier_dir).eval())
+
+    def run():
+        encoded = tokenizer(first, second, padding="longest", truncation="longest_first",
+                            max_length=seq_length, return_tensors="pt")
+        with torch.inference_mode():
+            return model(**encoded).logits.numpy()
+
+    return run
+
+
+def onnx_pairs(onnx_path, hf_dir, first, second, seq_length):
+    """HF fast tokenizer + ONNX Runtime on the exported pair classifier: logits [batch, 2]."""
+    tokenizer = _hf_tokenizer(hf_dir)
+    session = _load(onnx_path, lambda: _onnx_session(onnx_path))
+
+    def run():
+        encoded = tokenizer(first, second, padding="longest", truncation="longest_first",
+                            max_length=seq_length, return_tensors="np")
+        return session(encoded)
+
+    return run
+
+
+# --------------------------------------------------------------------------------- the run
 def calls_per_round(batch_size):
     """Calls timed together per round: 32 sequences' worth, so that batch 1 is 32 calls."""
     return max(1, 32 // batch_size)
@@ -96,9 +220,54 @@ def add_rows(rows, times, shared, ours, peers):
         rows.append(row)
 
 
-def task_pair_rows(args, hf_dir, sentences, root):
-    """The raw-text sentence-pair classifier against HF's, padding to the longest pair."""
-    import tensorflow as tf
+def _time_case(runner, setups, args, batch_size):
+    """Sets every contender up for one case and times them interleaved:
+    ({row name: first output}, {row name: [seconds]})."""
+    outputs = {name: runner.setup(worker, factory, **kwargs)
+               for name, (worker, factory, kwargs) in setups.items()}
+    workers = {setups[name][0]: name for name in setups}
+    times = runner.timings(list(workers), args.rounds, warmup=3,
+                           calls=calls_per_round(batch_size), pause=0.5)
+    return outputs, {workers[worker]: values for worker, values in times.items()}
+
+
+def encoder_rows(args, runner, paths, sentences):
+    rows = []
+    for padding in args.paddings.split(","):
+        for batch_size in [int(b) for b in args.batch_sizes.split(",")]:
+            lines = sentences[:batch_size]
+            case = dict(lines=lines, padding=padding, seq_length=args.seq_length)
+            setups = {
+                "ours_savedmodels": ("ours", ours_encoder, dict(
+                    case, preprocessor_dir=paths["preprocessor"], encoder_dir=paths["encoder"])),
+                "hf_fast_torch": ("hf", hf_encoder, dict(case, hf_dir=paths["hf"]))}
+            if args.onnxruntime:
+                setups["hf_fast_onnxruntime"] = ("onnx", onnx_encoder, dict(
+                    case, onnx_path=paths["encoder_onnx"], hf_dir=paths["hf"]))
+            outputs, times = _time_case(runner, setups, args, batch_size)
+            # Same inputs, same weights: the outputs at the real tokens must agree (a sanity
+            # check, not a test).
+            (mine, mine_mask), (theirs, their_mask) = (outputs["ours_savedmodels"],
+                                                       outputs["hf_fast_torch"])
+            length = min(mine.shape[1], theirs.shape[1])
+            assert (mine_mask[:, :length] == their_mask[:, :length]).all()
+            real = their_mask[:, :length].astype(bool)
+            shared = {"batch": batch_size, "padding": padding, "seq_length": args.seq_length,
+                      "max_abs_diff": float(np.max(np.abs(
+                          mine[:, :length][real] - theirs[:, :length][real]))),
+                      "padded_length": {"ours": mine.shape[1], "hf": theirs.shape[1]}}
+            if args.onnxruntime:
+                onnx_out = outputs["hf_fast_onnxruntime"][0][:, :length]
+                shared["max_abs_diff_onnxruntime"] = float(np.max(np.abs(
+                    mine[:, :length][real] - onnx_out[real])))
+            add_rows(rows, times, shared, "ours_savedmodels",
+                     {"hf_fast_torch": "peer", "hf_fast_onnxruntime": "onnxruntime"})
+    return rows
+
+
+def export_pair_classifier(args, paths, root):
+    """The raw-text sentence-pair classifier on the MiniLM weights, its head copied from a HF
+    `BertForSequenceClassification` (saved for the peers, and exported to ONNX)."""
     import torch
     import transformers
 
@@ -108,8 +277,10 @@ def task_pair_rows(args, hf_dir, sentences, root):
     from bert_keras.modeldir.loading import load_encoder
 
     torch.manual_seed(0)
-    hf_model = transformers.BertForSequenceClassification.from_pretrained(hf_dir, num_labels=2).eval()
-    hf_tokenizer = transformers.BertTokenizerFast.from_pretrained(hf_dir)
+    hf_model = transformers.BertForSequenceClassification.from_pretrained(
+        paths["hf"], num_labels=2).eval()
+    paths["hf_classifier"] = os.path.join(root, "hf_classifier")
+    hf_model.save_pretrained(paths["hf_classifier"])
     config = model_dir_lib.read_config(args.model_dir)
     model = task_models.build_classifier(load_encoder(args.model_dir), num_labels=2)
     model.head.dense.kernel.assign(hf_model.classifier.weight.detach().numpy().T)
@@ -119,42 +290,40 @@ def task_pair_rows(args, hf_dir, sentences, root):
         model, task_dir, config, model_dir_lib.read_vocab(args.model_dir, config),
         model_dir_lib.read_do_lower_case(args.model_dir),
         {"task": "glue/mrpc", "max_seq_length": args.seq_length, "label_names": ["0", "1"]})
-    export_task_from_model_dir(task_dir, os.path.join(root, "pair_export"))
-    serve = tf.saved_model.load(os.path.join(root, "pair_export")).signatures["serving_default"]
-    onnx_run = (onnxruntime_session(hf_model, os.path.join(root, "pair.onnx"))
-                if args.onnxruntime else None)
+    paths["pair_export"] = os.path.join(root, "pair_export")
+    export_task_from_model_dir(task_dir, paths["pair_export"])
+    if args.onnxruntime:
+        paths["pair_onnx"] = os.path.join(root, "pair.onnx")
+        export_onnx(hf_model, paths["pair_onnx"])
+
+
+def task_pair_rows(args, runner, paths, sentences):
+    """The raw-text sentence-pair classifier against HF's, padding to the longest pair."""
     rows = []
     for batch_size in [int(b) for b in args.batch_sizes.split(",")]:
         first, second = sentences[:batch_size], sentences[1:batch_size + 1]
-        text_a, text_b = tf.constant(first), tf.constant(second)
-
-        def ours():
-            return serve(text_a=text_a, text_b=text_b)["logits"].numpy()
-
-        def peer():
-            encoded = hf_tokenizer(first, second, padding="longest", truncation="longest_first",
-                                   max_length=args.seq_length, return_tensors="pt")
-            with torch.inference_mode():
-                return hf_model(**encoded).logits.numpy()
-
-        def onnx():
-            encoded = hf_tokenizer(first, second, padding="longest", truncation="longest_first",
-                                   max_length=args.seq_length, return_tensors="np")
-            return onnx_run(encoded)
-
-        contenders = {"ours_task_savedmodel": ours, "hf_fast_torch_classifier": peer}
-        diff = float(np.max(np.abs(ours() - peer())))
+        setups = {
+            "ours_task_savedmodel": ("ours", ours_pairs, dict(
+                export_dir=paths["pair_export"], first=first, second=second)),
+            "hf_fast_torch_classifier": ("hf", hf_pairs, dict(
+                classifier_dir=paths["hf_classifier"], hf_dir=paths["hf"], first=first,
+                second=second, seq_length=args.seq_length))}
+        if args.onnxruntime:
+            setups["hf_fast_onnxruntime_classifier"] = ("onnx", onnx_pairs, dict(
+                onnx_path=paths["pair_onnx"], hf_dir=paths["hf"], first=first, second=second,
+                seq_length=args.seq_length))
+        outputs, times = _time_case(runner, setups, args, batch_size)
+        mine = outputs["ours_task_savedmodel"]
+        tokenizer = _hf_tokenizer(paths["hf"])
         shared = {"batch": batch_size, "padding": "longest (pairs)",
-                  "seq_length": args.seq_length, "max_abs_diff": diff,
-                  "padded_length": {"hf": int(hf_tokenizer(
+                  "seq_length": args.seq_length,
+                  "max_abs_diff": float(np.max(np.abs(mine - outputs["hf_fast_torch_classifier"]))),
+                  "padded_length": {"hf": int(tokenizer(
                       first, second, padding="longest", truncation="longest_first",
                       max_length=args.seq_length, return_tensors="np")["input_ids"].shape[1])}}
-        if onnx_run is not None:
-            contenders["hf_fast_onnxruntime_classifier"] = onnx
-            shared["max_abs_diff_onnxruntime"] = float(np.max(np.abs(ours() - onnx())))
-        times = bench_common.interleaved_timings(
-            contenders, args.rounds, warmup=3, calls=calls_per_round(batch_size),
-            pause=0.5)
+        if args.onnxruntime:
+            shared["max_abs_diff_onnxruntime"] = float(np.max(np.abs(
+                mine - outputs["hf_fast_onnxruntime_classifier"])))
         add_rows(rows, times, shared, "ours_task_savedmodel",
                  {"hf_fast_torch_classifier": "peer",
                   "hf_fast_onnxruntime_classifier": "onnxruntime"})
@@ -176,6 +345,9 @@ def main(argv=None):
     parser.add_argument("--task_pairs", default=True, action=argparse.BooleanOptionalAction)
     parser.add_argument("--onnxruntime", default=True, action=argparse.BooleanOptionalAction,
                         help="Also time ONNX Runtime on the same weights (needs onnxruntime, onnx).")
+    parser.add_argument("--isolation", default="process", choices=["process", "none"],
+                        help="process: each runtime (ours, PyTorch, ONNX Runtime) in a process "
+                             "of its own, as a server runs one; none: all in this process")
     parser.add_argument("--name", default="end_to_end")
     args = parser.parse_args(argv)
     hf_dir = args.hf_dir
@@ -188,12 +360,10 @@ def main(argv=None):
         parser.error(f"--model_dir {args.model_dir} does not exist; make it with "
                      f"tools/convert_checkpoint.py --input={hf_dir} --output_dir={args.model_dir}")
 
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  registers the tokenizer ops the preprocessor uses
-    import torch
     import transformers
     from bert_keras.export import export_encoder_from_model_dir
     from bert_keras.export.preprocessor_export import export_preprocessor_from_model_dir
+    from bert_keras.text.sentence_splitting import split_sentences
 
     if args.onnxruntime:
         try:
@@ -203,71 +373,27 @@ def main(argv=None):
             parser.error(f"the ONNX Runtime contender needs onnxruntime and onnx ({error}); "
                          f"pip install onnxruntime onnx, or pass --no-onnxruntime")
     load_start = bench_common.load_average()
-    rows = []
+    sentences = [s for line in bench_common.read_lines(args.corpus, 2000, min_chars=20)
+                 for s in split_sentences(line) if len(s) >= args.min_sentence_chars]
     with tempfile.TemporaryDirectory() as root:
-        export_preprocessor_from_model_dir(args.model_dir, os.path.join(root, "pre"),
+        paths = {"hf": hf_dir, "preprocessor": os.path.join(root, "pre"),
+                 "encoder": os.path.join(root, "enc")}
+        export_preprocessor_from_model_dir(args.model_dir, paths["preprocessor"],
                                            seq_length=args.seq_length)
-        export_encoder_from_model_dir(args.model_dir, os.path.join(root, "enc"))
-        preprocessor = tf.saved_model.load(os.path.join(root, "pre"))
-        encoder = tf.saved_model.load(os.path.join(root, "enc"))
-        hf_tokenizer = transformers.BertTokenizerFast.from_pretrained(hf_dir)
-        hf_model = transformers.BertModel.from_pretrained(hf_dir).eval()
-        onnx_run = (onnxruntime_session(hf_model, os.path.join(root, "encoder.onnx"))
-                    if args.onnxruntime else None)
-
-        from bert_keras.text.sentence_splitting import split_sentences
-
-        sentences = [s for line in bench_common.read_lines(args.corpus, 2000, min_chars=20)
-                     for s in split_sentences(line) if len(s) >= args.min_sentence_chars]
-        for padding in args.paddings.split(","):
-            for batch_size in [int(b) for b in args.batch_sizes.split(",")]:
-                lines = sentences[:batch_size]
-                strings = tf.constant(lines)
-
-                def ours():
-                    if padding == "longest":
-                        inputs = preprocessor.bert_pack_inputs_to_longest(
-                            [preprocessor.tokenize(strings)], seq_length=args.seq_length)
-                    else:
-                        inputs = preprocessor(strings)
-                    outputs = encoder(inputs, training=False)["sequence_output"].numpy()
-                    return outputs, inputs["input_mask"].numpy()
-
-                def peer():
-                    encoded = hf_tokenizer(lines, padding=padding, truncation=True,
-                                           max_length=args.seq_length, return_tensors="pt")
-                    with torch.inference_mode():
-                        outputs = hf_model(**encoded).last_hidden_state.numpy()
-                    return outputs, encoded["attention_mask"].numpy()
-
-                # Same inputs, same weights: the outputs at the real tokens must agree (a
-                # sanity check, not a test).
-                (mine, mine_mask), (theirs, their_mask) = ours(), peer()
-                length = min(mine.shape[1], theirs.shape[1])
-                assert (mine_mask[:, :length] == their_mask[:, :length]).all()
-                real = their_mask[:, :length].astype(bool)
-                diff = float(np.max(np.abs(mine[:, :length][real] - theirs[:, :length][real])))
-                contenders = {"ours_savedmodels": ours, "hf_fast_torch": peer}
-                shared = {"batch": batch_size, "padding": padding,
-                          "seq_length": args.seq_length, "max_abs_diff": diff,
-                          "padded_length": {"ours": mine.shape[1], "hf": theirs.shape[1]}}
-                if onnx_run is not None:
-                    def onnx():
-                        encoded = hf_tokenizer(lines, padding=padding, truncation=True,
-                                               max_length=args.seq_length, return_tensors="np")
-                        return onnx_run(encoded), encoded["attention_mask"]
-
-                    contenders["hf_fast_onnxruntime"] = onnx
-                    onnx_out = onnx()[0][:, :length]
-                    shared["max_abs_diff_onnxruntime"] = float(np.max(np.abs(
-                        mine[:, :length][real] - onnx_out[real])))
-                times = bench_common.interleaved_timings(
-                    contenders, args.rounds, warmup=3, calls=calls_per_round(batch_size),
-                    pause=0.5)
-                add_rows(rows, times, shared, "ours_savedmodels",
-                         {"hf_fast_torch": "peer", "hf_fast_onnxruntime": "onnxruntime"})
+        export_encoder_from_model_dir(args.model_dir, paths["encoder"])
+        if args.onnxruntime:
+            paths["encoder_onnx"] = os.path.join(root, "encoder.onnx")
+            export_onnx(transformers.BertModel.from_pretrained(hf_dir).eval(),
+                        paths["encoder_onnx"])
         if args.task_pairs:
-            rows += task_pair_rows(args, hf_dir, sentences, root)
+            export_pair_classifier(args, paths, root)
+        workers = ["ours", "hf"] + (["onnx"] if args.onnxruntime else [])
+        isolated = args.isolation == "process"
+        runner_class = bench_common.IsolatedContenders if isolated else bench_common.InProcessContenders
+        with runner_class(workers) as runner:
+            rows = encoder_rows(args, runner, paths, sentences)
+            if args.task_pairs:
+                rows += task_pair_rows(args, runner, paths, sentences)
     print("From raw strings, MiniLM-L6-H384 float32 (ratio = peer time / our time; targets: "
           ">= 1.2 against ONNX Runtime at batch 32, >= 1.0 at batch 1):")
     bench_common.print_table(rows, ["padding", "batch", "contender", "median_s", "seq_per_s",
@@ -275,7 +401,7 @@ def main(argv=None):
                                     "max_abs_diff_onnxruntime"])
     path = bench_common.write_results(args.name, {
         "benchmark": "end_to_end_raw_strings", "corpus": os.path.basename(args.corpus),
-        "machine": bench_common.cpu_description(),
+        "isolation": args.isolation, "machine": bench_common.cpu_description(),
         "load_average_start": load_start, "rows": rows,
         "command": "python benchmarks/bench_end_to_end.py "
         + " ".join(argv if argv is not None else sys.argv[1:])})

@@ -8,7 +8,7 @@ repository.
 
 The child code fills a dict `results` (NumPy arrays, strings, numbers, lists); it comes back
 to the test through a pickle file. The child has `np`, `tf` (tensorflow-text imported) and
-`graph_op_types(concrete_function)`.
+`graph_op_types(concrete_function)`, `xla_compiled_calls(concrete_function)`.
 
 Example:
 
@@ -18,6 +18,7 @@ Example:
     ''', EXPORT_DIR="/tmp/export", inputs=...)
 """
 
+import inspect
 import os
 import pickle
 import subprocess
@@ -26,6 +27,26 @@ import tempfile
 import textwrap
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# Graph checks, here and in the fresh process (the prelude below carries their source).
+def graph_op_types(concrete):
+    """Every op type in a concrete function's graph, its library functions included."""
+    graph_def = concrete.graph.as_graph_def()
+    types = {node.op for node in graph_def.node}
+    for function in graph_def.library.function:
+        types.update(node.op for node in function.node_def)
+    return sorted(types)
+
+
+def xla_compiled_calls(concrete):
+    """How many function calls in a concrete function's graph (library included) XLA must
+    compile (`jit_compile=True`)."""
+    graph_def = concrete.graph.as_graph_def()
+    nodes = list(graph_def.node) + [n for f in graph_def.library.function for n in f.node_def]
+    return sum(1 for node in nodes
+               if "_XlaMustCompile" in node.attr and node.attr["_XlaMustCompile"].b)
+
 
 _PRELUDE = '''
 import importlib.abc, os, pickle, sys
@@ -56,15 +77,7 @@ with open(_ARGS_PATH, "rb") as _f:
     globals().update(pickle.load(_f))
 results = {}
 
-
-def graph_op_types(concrete):
-    """Every op type in a concrete function's graph, its library functions included."""
-    graph_def = concrete.graph.as_graph_def()
-    types = {node.op for node in graph_def.node}
-    for function in graph_def.library.function:
-        types.update(node.op for node in function.node_def)
-    return sorted(types)
-'''
+''' + inspect.getsource(graph_op_types) + "\n\n" + inspect.getsource(xla_compiled_calls)
 
 _EPILOGUE = '''
 assert not any(name == "bert_keras" or name.startswith("bert_keras.") for name in sys.modules)

@@ -22,7 +22,7 @@ EXPORT_INFO_NAME = "export_info.json"
 
 
 def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="float32",
-                          max_windows=None):
+                          max_windows=None, xla_batch_1=True):
     """Exports `model_dir` as a SavedModel of one kind ("preprocessor", "encoder" or "task").
 
     `seq_length`: the preprocessor's default packed length (128 when None) or the task model's
@@ -30,6 +30,8 @@ def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="f
     `dtype`: "float32" or "bfloat16" for the encoder and task graphs.
     `max_windows`: task models for SQuAD and NER read at most this many windows of a text
     (default 32).
+    `xla_batch_1`: float32 task models run a batch of one through an XLA-compiled copy of the
+    model (`ExportOptions.xla_batch_1`).
     What was exported is recorded in `assets.extra/export_info.json` (`read_export_info`):
     kind, dtype (None for the preprocessor, which has no weights) and the model directory.
 
@@ -42,12 +44,13 @@ def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="f
 
     if keras.backend.backend() != "tensorflow":
         return _export_in_tensorflow_process(kind, model_dir, export_dir, seq_length, dtype,
-                                             max_windows)
+                                             max_windows, xla_batch_1)
     # Written beside export_dir and renamed into place: a killed export leaves no half-written
     # SavedModel; an earlier export is replaced, any other non-empty directory refused.
     try:
         with atomic_directory(export_dir, replaceable=_is_export) as temporary:
-            _export_into(kind, model_dir, temporary, seq_length, dtype, max_windows)
+            _export_into(kind, model_dir, temporary, seq_length, dtype, max_windows,
+                         xla_batch_1)
     except DirectoryInUseError as error:
         raise ValueError(f"--export_dir: {error}") from None
     return export_dir
@@ -80,7 +83,7 @@ def _is_export(path):
     return bool(read_export_info(path)) and set(os.listdir(path)) <= _SAVEDMODEL_ENTRIES
 
 
-def _export_into(kind, model_dir, export_dir, seq_length, dtype, max_windows):
+def _export_into(kind, model_dir, export_dir, seq_length, dtype, max_windows, xla_batch_1):
     if kind == "encoder":
         export_encoder_from_model_dir(model_dir, export_dir, dtype=dtype)
     elif kind == "preprocessor":
@@ -89,9 +92,11 @@ def _export_into(kind, model_dir, export_dir, seq_length, dtype, max_windows):
     else:
         from bert_keras.export.task_export import export_task_from_model_dir
         export_task_from_model_dir(model_dir, export_dir, seq_length=seq_length, dtype=dtype,
-                                   max_windows=max_windows)
+                                   max_windows=max_windows, xla_batch_1=xla_batch_1)
     info = {"kind": kind, "dtype": None if kind == "preprocessor" else dtype,
             "model_dir": os.path.abspath(os.fspath(model_dir))}
+    if kind == "task":
+        info["xla_batch_1"] = bool(xla_batch_1 and dtype == "float32")
     write_text_atomic(os.path.join(export_dir, "assets.extra", EXPORT_INFO_NAME),
                       json.dumps(info, indent=2, sort_keys=True) + "\n")
 

@@ -161,10 +161,16 @@ class TaskModule(ClassificationServing, MultipleChoiceServing, SquadServing, Ner
       max_windows: SQuAD and NER: at most this many windows per text.
     """
 
-    def __init__(self, tokenizer, model, task_config, special_ids, seq_length, max_windows=None):
+    def __init__(self, tokenizer, model, task_config, special_ids, seq_length, max_windows=None,
+                 xla_batch_1=False):
         super().__init__()
         self.tokenizer = tokenizer
         object.__setattr__(self, "_model", model)
+        # A batch of one runs an XLA-compiled copy: on a CPU its fused kernels cost less than
+        # the plain graph's hundreds of ops at a few rows; larger batches gain nothing from it.
+        object.__setattr__(self, "_xla_model", tf.function(
+            lambda features: model(features, training=False), jit_compile=True,
+            autograph=False) if xla_batch_1 else None)
         self._task_config = dict(task_config)
         head = task_config.get("head")
         if head not in SERVING_KINDS:
@@ -209,7 +215,12 @@ class TaskModule(ClassificationServing, MultipleChoiceServing, SquadServing, Ner
         """The model on `features` cut to the batch's longest sequence (`cut_to_longest`);
         per-position outputs [windows, length, ...] are padded back to seq_length."""
         features, length = cut_to_longest(features, self._seq_length)
-        outputs = self._model(features, training=False)
+        if self._xla_model is None:
+            outputs = self._model(features, training=False)
+        else:
+            outputs = tf.cond(tf.equal(tf.shape(features["input_word_ids"])[0], 1),
+                              lambda: self._xla_model(features),
+                              lambda: self._model(features, training=False))
         if self.kind == "squad":
             return {name: pad_positions(value, self._seq_length, NEG_INF)
                     for name, value in outputs.items()}
@@ -220,8 +231,9 @@ class TaskModule(ClassificationServing, MultipleChoiceServing, SquadServing, Ner
 
 # ------------------------------------------------------------------------------- exporting
 def build_task_module(model_dir, seq_length=None, dtype="float32", max_windows=None,
-                      tokenizer=None):
-    """The exportable raw-text task model of a fine-tuned model directory."""
+                      tokenizer=None, xla_batch_1=True):
+    """The exportable raw-text task model of a fine-tuned model directory (`xla_batch_1`:
+    float32 models run a batch of one through an XLA-compiled copy; see `ExportOptions`)."""
     from bert_keras.finetuning.task_models import load_task_model
 
     task_config = model_dir_lib.read_task_config(model_dir)
@@ -251,7 +263,8 @@ def build_task_module(model_dir, seq_length=None, dtype="float32", max_windows=N
     from bert_keras.modeldir import model_dir as lib
 
     special_ids = lib.read_vocab(model_dir, config).special_ids()
-    return TaskModule(tokenizer, model, task_config, special_ids, seq_length, max_windows)
+    return TaskModule(tokenizer, model, task_config, special_ids, seq_length, max_windows,
+                      xla_batch_1=xla_batch_1 and dtype == "float32")
 
 
 def save_task_module(module, export_dir):
@@ -265,10 +278,10 @@ def save_task_module(module, export_dir):
 
 
 def export_task_from_model_dir(model_dir, export_dir, seq_length=None, dtype="float32",
-                               max_windows=None):
+                               max_windows=None, xla_batch_1=True):
     """Writes the raw-text task SavedModel of a fine-tuned model directory; returns export_dir."""
-    return save_task_module(build_task_module(model_dir, seq_length, dtype, max_windows),
-                            export_dir)
+    return save_task_module(build_task_module(model_dir, seq_length, dtype, max_windows,
+                                              xla_batch_1=xla_batch_1), export_dir)
 
 
 __all__ = ["TaskModule", "ConstantWeightsModel", "TaskExportError", "build_task_module", "save_task_module",

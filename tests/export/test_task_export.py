@@ -109,6 +109,7 @@ for name in NAMES:
     SIGNATURES[name] = obj.signatures["serving_default"]
     signature = SIGNATURES[name]
     results.setdefault("op_types", {})[name] = graph_op_types(signature)
+    results.setdefault("xla_calls", {})[name] = xla_compiled_calls(signature)
     results.setdefault("weight_variables", {})[name] = [
         v.name for v in obj.variables if v.dtype.is_floating and v.shape.num_elements() > 1]
     results.setdefault("constant_bytes", {})[name] = sum(
@@ -131,6 +132,10 @@ results["squad_bad"] = run("squad", question=BAD, context=BAD[::-1])
 results["squad_bad_context"] = run("squad", question=["who"] * len(BAD), context=BAD)
 results["squad_empty"] = run("squad", question=[], context=[])
 results["ner"] = run("ner", text=NER_TEXTS)
+# Batches of one run the XLA-compiled copy of the model.
+results["classification_one_by_one"] = [run("classification", text_a=[a], text_b=[b])
+                                        for a, b in zip(CLASSIFY_A, CLASSIFY_B)]
+results["squad_paris_alone"] = run("squad", question=QUESTIONS[4:5], context=CONTEXTS[4:5])  # one window
 
 
 def error_of(name, **inputs):
@@ -249,6 +254,29 @@ def test_weights_are_constants_of_the_serving_graph(exported, loaded):
         assert loaded["weight_variables"][name] == [], name
         weight_bytes = sum(int(np.prod(v.shape)) * 4 for v in model.weights)
         assert loaded["constant_bytes"][name] >= weight_bytes, name
+
+
+def test_a_batch_of_one_runs_the_xla_compiled_model(exported, loaded):
+    """float32 task exports run a batch of one through an XLA-compiled copy of the model
+    (`xla_batch_1`): the same predictions as in a batch, in a fresh process."""
+    from export_helpers import xla_compiled_calls
+
+    from bert_keras.export.task_export import build_task_module
+
+    assert all(loaded["xla_calls"][name] >= 1 for name in exported["modules"]), loaded["xla_calls"]
+    batch = loaded["classification"]
+    for row, alone in enumerate(loaded["classification_one_by_one"]):
+        assert np.abs(alone["probabilities"][0] - batch["probabilities"][row]).max() <= 1e-5
+        assert alone["label_id"][0] == batch["label_id"][row]
+    alone, batch = loaded["squad_paris_alone"], loaded["squad"]
+    for key in ("answer_text", "answer_start", "answer_end", "has_answer"):
+        assert alone[key][0] == batch[key][4], key
+    assert np.abs(alone["score"][0] - batch["score"][4]) <= 1e-4
+    # Off by request, and never in bfloat16 (XLA's CPU backend has no fast bf16 kernels).
+    model_dir = str(exported["root"] / "classification_model")
+    for module in (build_task_module(model_dir, xla_batch_1=False),
+                   build_task_module(model_dir, dtype="bfloat16")):
+        assert xla_compiled_calls(module.serving_default.get_concrete_function()) == 0
 
 
 def test_regression_score(exported, loaded):
