@@ -30,8 +30,8 @@ def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="f
     `dtype`: "float32" or "bfloat16" for the encoder and task graphs.
     `max_windows`: task models for SQuAD and NER read at most this many windows of a text
     (default 32).
-    `xla_batch_1`: float32 task models run a batch of one through an XLA-compiled copy of the
-    model (`ExportOptions.xla_batch_1`).
+    `xla_batch_1`: float32 encoder and task graphs run inference on a batch of one through an
+    XLA-compiled copy of the model (`ExportOptions.xla_batch_1`).
     What was exported is recorded in `assets.extra/export_info.json` (`read_export_info`):
     kind, dtype (None for the preprocessor, which has no weights) and the model directory.
 
@@ -85,7 +85,7 @@ def _is_export(path):
 
 def _export_into(kind, model_dir, export_dir, seq_length, dtype, max_windows, xla_batch_1):
     if kind == "encoder":
-        export_encoder_from_model_dir(model_dir, export_dir, dtype=dtype)
+        export_encoder_from_model_dir(model_dir, export_dir, dtype=dtype, xla_batch_1=xla_batch_1)
     elif kind == "preprocessor":
         from bert_keras.export.preprocessor_export import export_preprocessor_from_model_dir
         export_preprocessor_from_model_dir(model_dir, export_dir, seq_length=seq_length or 128)
@@ -95,7 +95,7 @@ def _export_into(kind, model_dir, export_dir, seq_length, dtype, max_windows, xl
                                    max_windows=max_windows, xla_batch_1=xla_batch_1)
     info = {"kind": kind, "dtype": None if kind == "preprocessor" else dtype,
             "model_dir": os.path.abspath(os.fspath(model_dir))}
-    if kind == "task":
+    if kind != "preprocessor":
         info["xla_batch_1"] = bool(xla_batch_1 and dtype == "float32")
     write_text_atomic(os.path.join(export_dir, "assets.extra", EXPORT_INFO_NAME),
                       json.dumps(info, indent=2, sort_keys=True) + "\n")

@@ -166,9 +166,16 @@ def _check_inputs(encoder, features):
         return {name: tf.identity(value) for name, value in features.items()}
 
 
-def _encode(encoder, inputs, training):
+def _encode(encoder, inputs, training, xla_encoder=None):
+    """The encoder's float32 outputs; inference on a batch of one runs `xla_encoder` (the
+    encoder's XLA-compiled inference call) when given. The input checks stay outside it."""
     features = _check_inputs(encoder, {name: inputs[name] for name in INPUT_NAMES})
-    outputs = encoder(features, training=training)
+    if xla_encoder is None or training:
+        outputs = encoder(features, training=training)
+    else:
+        outputs = tf.cond(tf.equal(tf.shape(features["input_word_ids"])[0], 1),
+                          lambda: xla_encoder(features),
+                          lambda: encoder(features, training=False))
     outputs = _float32({"pooled_output": outputs["pooled_output"],
                         "sequence_output": outputs["sequence_output"],
                         "encoder_outputs": list(outputs["encoder_outputs"])})
@@ -201,10 +208,14 @@ class MaskedLMModule(_Exportable):
 class EncoderModule(_Exportable):
     """The object written by `export_encoder`, callable in memory as after loading."""
 
-    def __init__(self, encoder, mlm_head=None):
+    def __init__(self, encoder, mlm_head=None, xla_batch_1=False):
         super().__init__()
         object.__setattr__(self, "_encoder", encoder)
         object.__setattr__(self, "_mlm_head", mlm_head)
+        # Inference on a batch of one runs an XLA-compiled copy (`ExportOptions.xla_batch_1`).
+        object.__setattr__(self, "_xla_encoder", tf.function(
+            lambda features: encoder(features, training=False), jit_compile=True,
+            autograph=False) if xla_batch_1 else None)
         for training in (False, True):
             self.__call__.get_concrete_function(encoder_input_spec(), training=training)
         self.serve.get_concrete_function()
@@ -215,12 +226,12 @@ class EncoderModule(_Exportable):
 
     @tf.function
     def __call__(self, inputs, training=False):
-        return _encode(self._encoder, inputs, training)
+        return _encode(self._encoder, inputs, training, self._xla_encoder)
 
     # Single-argument endpoints for keras.layers.TFSMLayer, which passes no `training`.
     @tf.function(input_signature=[encoder_input_spec()])
     def serve(self, inputs):
-        return _encode(self._encoder, inputs, False)
+        return _encode(self._encoder, inputs, False, self._xla_encoder)
 
     @tf.function(input_signature=[encoder_input_spec()])
     def call_training(self, inputs):
@@ -229,17 +240,20 @@ class EncoderModule(_Exportable):
     @tf.function(input_signature=[encoder_input_spec()[name] for name in INPUT_NAMES])
     def serving_default(self, input_word_ids, input_mask, input_type_ids):
         outputs = _encode(self._encoder, {"input_word_ids": input_word_ids, "input_mask": input_mask,
-                                          "input_type_ids": input_type_ids}, False)
+                                          "input_type_ids": input_type_ids}, False,
+                          self._xla_encoder)
         return {name: outputs[name] for name in ("pooled_output", "sequence_output", "default")}
 
     def signatures(self):
         return {"serving_default": self.serving_default.get_concrete_function()}
 
 
-def build_encoder_module(config, weights, dtype="float32", with_mlm=None, source="weights"):
-    """The exportable encoder object for a config and {original name: array} weights."""
+def build_encoder_module(config, weights, dtype="float32", with_mlm=None, source="weights",
+                         xla_batch_1=True):
+    """The exportable encoder object for a config and {original name: array} weights
+    (`xla_batch_1`: float32 inference on a batch of one runs XLA-compiled)."""
     encoder, mlm_head = build_keras_models(config, weights, dtype, with_mlm, source)
-    return EncoderModule(encoder, mlm_head)
+    return EncoderModule(encoder, mlm_head, xla_batch_1=xla_batch_1 and dtype == "float32")
 
 
 def save_module(module, export_dir):
@@ -248,21 +262,24 @@ def save_module(module, export_dir):
     return export_dir
 
 
-def export_encoder(export_dir, config, weights, dtype="float32", with_mlm=None, source="weights"):
+def export_encoder(export_dir, config, weights, dtype="float32", with_mlm=None, source="weights",
+                   xla_batch_1=True):
     """Writes the TF Hub-style encoder SavedModel of `config` and `weights` to `export_dir`.
 
     See the module docstring for what the SavedModel offers. Returns `export_dir`.
     """
-    module = build_encoder_module(config, weights, dtype, with_mlm, source)
+    module = build_encoder_module(config, weights, dtype, with_mlm, source, xla_batch_1)
     if module._mlm_head is None:
         logger.info("no masked LM head weights: the export has no .mlm")
     return save_module(module, export_dir)
 
 
-def export_encoder_from_model_dir(model_dir, export_dir, dtype="float32", with_mlm=None):
+def export_encoder_from_model_dir(model_dir, export_dir, dtype="float32", with_mlm=None,
+                                  xla_batch_1=True):
     """Exports the encoder of a model directory (see `export_encoder`)."""
     config = model_dir_lib.read_config(model_dir)
     model_dir_lib.read_vocab(model_dir, config)
     weights = model_dir_lib.read_weights(model_dir)
     return export_encoder(export_dir, config, weights, dtype, with_mlm,
-                          source=os.path.join(model_dir, model_dir_lib.WEIGHTS_NAME))
+                          source=os.path.join(model_dir, model_dir_lib.WEIGHTS_NAME),
+                          xla_batch_1=xla_batch_1)

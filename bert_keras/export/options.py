@@ -31,11 +31,12 @@ class ExportOptions:
                         "float32.", choices=EXPORT_DTYPES)
     max_windows: int = option(None, "Task (SQuAD, NER): read at most this many windows of a "
                               "text (default 32); the rest is ignored.")
-    xla_batch_1: bool = option(True, "Task, float32: a request of one text (one pair, one "
-                               "question) runs an XLA-compiled copy of the model, 16-25% less "
-                               "latency on a 2-core CPU; each new length (in steps of 16 tokens) "
-                               "compiles once, about a second, on its first request. Larger "
-                               "batches run the plain graph either way.")
+    xla_batch_1: bool = option(True, "Encoder and task, float32: inference on a batch of one "
+                               "(one text, pair or question) runs an XLA-compiled copy of the "
+                               "model, 16-25% less latency on a 2-core CPU; each new length "
+                               "compiles once, about a second, on its first request (task "
+                               "models cut lengths to steps of 16 tokens). Larger batches and "
+                               "training run the plain graph either way.")
 
     def export(self):
         """Writes the SavedModel (`export_from_model_dir`)."""

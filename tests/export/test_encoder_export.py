@@ -97,6 +97,11 @@ def describe(path):
     r["signature_values"] = {k: v.numpy() for k, v in signature(**feed).items()}
     r["graph_dtypes"] = graph_dtypes(signature)
     r["op_types"] = graph_op_types(signature)
+    r["xla_calls"] = xla_compiled_calls(signature)
+    rows = int(feed["input_word_ids"].shape[0])
+    r["one_by_one"] = [signature(**{k: v[i:i + 1] for k, v in feed.items()})["sequence_output"].numpy()
+                       for i in range(rows)]
+    r["one_training"] = obj({k: v[:1] for k, v in feed.items()}, training=True)["sequence_output"].numpy()
     if hasattr(obj, "mlm"):
         mlm = obj.mlm(dict(feed, masked_lm_positions=tf.constant(POSITIONS)), training=False)
         r["mlm_logits"] = mlm["mlm_logits"].numpy()
@@ -169,6 +174,20 @@ def test_encoder_matches_in_memory_model_and_numpy_bert(exports, float32_results
     np.testing.assert_array_equal(float32_results["default_call"]["pooled_output"],
                                   got["pooled_output"])
     np.testing.assert_allclose(float32_results["serve_pooled"], got["pooled_output"], atol=1e-6)
+
+
+def test_a_batch_of_one_runs_the_xla_compiled_encoder(loaded):
+    """Inference on a batch of one runs an XLA-compiled copy of the float32 encoder
+    (`xla_batch_1`): each row alone gives its row of the batch; bfloat16 exports and training
+    keep the plain graph (dropout at batch 1 still draws)."""
+    r = loaded["encoder"]
+    assert r["xla_calls"] >= 1 and loaded["from_bf16"]["xla_calls"] >= 1
+    assert loaded["bf16"]["xla_calls"] == 0
+    batch = r["signature_values"]["sequence_output"]
+    assert len(r["one_by_one"]) == batch.shape[0] > 1
+    for row, alone in enumerate(r["one_by_one"]):
+        assert np.abs(alone[0] - batch[row]).max() <= 1e-5, row
+    assert np.abs(r["one_training"][0] - batch[0]).max() > 1e-3
 
 
 def test_tf_hub_names_and_dtypes(float32_results):
