@@ -244,6 +244,10 @@ def encoder_rows(args, runner, paths, sentences):
             if args.onnxruntime:
                 setups["hf_fast_onnxruntime"] = ("onnx", onnx_encoder, dict(
                     case, onnx_path=paths["encoder_onnx"], hf_dir=paths["hf"]))
+            if "encoder_plain" in paths:
+                setups["ours_savedmodels_plain_graph"] = ("ours_plain", ours_encoder, dict(
+                    case, preprocessor_dir=paths["preprocessor"],
+                    encoder_dir=paths["encoder_plain"]))
             outputs, times = _time_case(runner, setups, args, batch_size)
             # Same inputs, same weights: the outputs at the real tokens must agree (a sanity
             # check, not a test).
@@ -291,7 +295,10 @@ def export_pair_classifier(args, paths, root):
         model_dir_lib.read_do_lower_case(args.model_dir),
         {"task": "glue/mrpc", "max_seq_length": args.seq_length, "label_names": ["0", "1"]})
     paths["pair_export"] = os.path.join(root, "pair_export")
-    export_task_from_model_dir(task_dir, paths["pair_export"])
+    export_task_from_model_dir(task_dir, paths["pair_export"], xla_batch_1=args.xla_batch_1)
+    if args.plain_graph_too:
+        paths["pair_export_plain"] = os.path.join(root, "pair_export_plain")
+        export_task_from_model_dir(task_dir, paths["pair_export_plain"], xla_batch_1=False)
     if args.onnxruntime:
         paths["pair_onnx"] = os.path.join(root, "pair.onnx")
         export_onnx(hf_model, paths["pair_onnx"])
@@ -312,6 +319,9 @@ def task_pair_rows(args, runner, paths, sentences):
             setups["hf_fast_onnxruntime_classifier"] = ("onnx", onnx_pairs, dict(
                 onnx_path=paths["pair_onnx"], hf_dir=paths["hf"], first=first, second=second,
                 seq_length=args.seq_length))
+        if "pair_export_plain" in paths:
+            setups["ours_task_savedmodel_plain_graph"] = ("ours_plain", ours_pairs, dict(
+                export_dir=paths["pair_export_plain"], first=first, second=second))
         outputs, times = _time_case(runner, setups, args, batch_size)
         mine = outputs["ours_task_savedmodel"]
         tokenizer = _hf_tokenizer(paths["hf"])
@@ -348,8 +358,15 @@ def main(argv=None):
     parser.add_argument("--isolation", default="process", choices=["process", "none"],
                         help="process: each runtime (ours, PyTorch, ONNX Runtime) in a process "
                              "of its own, as a server runs one; none: all in this process")
+    parser.add_argument("--xla_batch_1", default=True, action=argparse.BooleanOptionalAction,
+                        help="Export ours as the tools do by default: a batch of one runs an "
+                             "XLA-compiled copy of the model (--no-xla_batch_1: the plain graph)")
+    parser.add_argument("--plain_graph_too", action="store_true",
+                        help="Also time our exports without --xla_batch_1, a fourth process "
+                             "(rows *_plain_graph): the option's effect within one run")
     parser.add_argument("--name", default="end_to_end")
     args = parser.parse_args(argv)
+    args.plain_graph_too = args.plain_graph_too and args.xla_batch_1
     hf_dir = args.hf_dir
     if hf_dir is None:
         vocab = bench_common.minilm_vocab()
@@ -380,14 +397,20 @@ def main(argv=None):
                  "encoder": os.path.join(root, "enc")}
         export_preprocessor_from_model_dir(args.model_dir, paths["preprocessor"],
                                            seq_length=args.seq_length)
-        export_encoder_from_model_dir(args.model_dir, paths["encoder"])
+        export_encoder_from_model_dir(args.model_dir, paths["encoder"],
+                                      xla_batch_1=args.xla_batch_1)
+        if args.plain_graph_too:
+            paths["encoder_plain"] = os.path.join(root, "enc_plain")
+            export_encoder_from_model_dir(args.model_dir, paths["encoder_plain"],
+                                          xla_batch_1=False)
         if args.onnxruntime:
             paths["encoder_onnx"] = os.path.join(root, "encoder.onnx")
             export_onnx(transformers.BertModel.from_pretrained(hf_dir).eval(),
                         paths["encoder_onnx"])
         if args.task_pairs:
             export_pair_classifier(args, paths, root)
-        workers = ["ours", "hf"] + (["onnx"] if args.onnxruntime else [])
+        workers = (["ours", "hf"] + (["onnx"] if args.onnxruntime else [])
+                   + (["ours_plain"] if args.plain_graph_too else []))
         isolated = args.isolation == "process"
         runner_class = bench_common.IsolatedContenders if isolated else bench_common.InProcessContenders
         with runner_class(workers) as runner:
@@ -401,7 +424,7 @@ def main(argv=None):
                                     "max_abs_diff_onnxruntime"])
     path = bench_common.write_results(args.name, {
         "benchmark": "end_to_end_raw_strings", "corpus": os.path.basename(args.corpus),
-        "isolation": args.isolation, "machine": bench_common.cpu_description(),
+        "isolation": args.isolation, "xla_batch_1": args.xla_batch_1, "machine": bench_common.cpu_description(),
         "load_average_start": load_start, "rows": rows,
         "command": "python benchmarks/bench_end_to_end.py "
         + " ".join(argv if argv is not None else sys.argv[1:])})
