@@ -33,10 +33,10 @@ class ExportOptions:
                               "text (default 32); the rest is ignored.")
     xla_batch_1: bool = option(True, "Encoder and task, float32: inference on a batch of one "
                                "(one text, pair or question) runs an XLA-compiled copy of the "
-                               "model (19-33% less time a call for MiniLM on a 2-core CPU); each new length "
-                               "compiles once, about a second, on its first request (task "
-                               "models cut lengths to steps of 16 tokens). Larger batches and "
-                               "training run the plain graph either way.")
+                               "model (19-33% less time a call for MiniLM on a 2-core CPU); "
+                               "each new length compiles once, about a second, on its first "
+                               "request (task models cut lengths to steps of 16 tokens). Larger "
+                               "batches and training run the plain graph either way.")
 
     def export(self):
         """Writes the SavedModel (`export_from_model_dir`)."""
