@@ -34,7 +34,9 @@ def commands(quick, wikitext_dir, glue_dir, gpu_peak_tflops=None, model_dir=None
         [python, os.path.join(HERE, "bench_tokenizer.py")],
         [python, os.path.join(HERE, "bench_encoder.py")]
         + (["--models=L6_H384"] if quick else []),
-        [python, os.path.join(HERE, "bench_end_to_end.py")],
+        # Our exports with and without --xla_batch_1, HF PyTorch and ONNX Runtime, each runtime
+        # in a process of its own.
+        [python, os.path.join(HERE, "bench_end_to_end.py"), "--plain_graph_too"],
         [python, os.path.join(HERE, "bench_pretraining_step.py")]
         + (["--models=small:16"] if quick else []),
         [python, os.path.join(HERE, "profile_ops.py")],
