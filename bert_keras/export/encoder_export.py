@@ -166,16 +166,45 @@ def _check_inputs(encoder, features):
         return {name: tf.identity(value) for name, value in features.items()}
 
 
+def xla_inference(model, enabled=True):
+    """`model`'s inference call XLA-compiled (`jit_compile=True`), or None when not `enabled`:
+    the copy `run_inference` takes for a batch of one (`ExportOptions.xla_batch_1`). On a CPU
+    its fused kernels cost less than the plain graph's hundreds of ops at a few rows; larger
+    batches gain nothing from it, and each new shape compiles."""
+    if not enabled:
+        return None
+    return tf.function(lambda features: model(features, training=False), jit_compile=True,
+                       autograph=False)
+
+
+def run_inference(model, features, compiled=None):
+    """`model(features, training=False)`, through `compiled` (`xla_inference`) when given and
+    the batch (the first dimension of input_word_ids) holds one row.
+
+    >>> import bert_keras, numpy as np
+    >>> from bert_keras.finetuning.task_models import build_classifier
+    >>> model = build_classifier(bert_keras.BertConfig.from_preset("tiny", vocab_size=50))
+    >>> features = {"input_word_ids": np.array([[2, 7, 3, 0]], "int32"),
+    ...             "input_mask": np.array([[1, 1, 1, 0]], "int32"),
+    ...             "input_type_ids": np.zeros([1, 4], "int32")}
+    >>> logits = run_inference(model, features, xla_inference(model))  # [1, 2], compiled
+    >>> bool(np.allclose(logits, model(features), atol=1e-5)), xla_inference(model, False)
+    (True, None)
+    """
+    if compiled is None:
+        return model(features, training=False)
+    return tf.cond(tf.equal(tf.shape(features["input_word_ids"])[0], 1),
+                   lambda: compiled(features), lambda: model(features, training=False))
+
+
 def _encode(encoder, inputs, training, xla_encoder=None):
-    """The encoder's float32 outputs; inference on a batch of one runs `xla_encoder` (the
-    encoder's XLA-compiled inference call) when given. The input checks stay outside it."""
+    """The encoder's float32 outputs; inference on a batch of one runs `xla_encoder` when
+    given (`xla_inference`). The input checks stay outside it."""
     features = _check_inputs(encoder, {name: inputs[name] for name in INPUT_NAMES})
-    if xla_encoder is None or training:
-        outputs = encoder(features, training=training)
+    if training:
+        outputs = encoder(features, training=True)
     else:
-        outputs = tf.cond(tf.equal(tf.shape(features["input_word_ids"])[0], 1),
-                          lambda: xla_encoder(features),
-                          lambda: encoder(features, training=False))
+        outputs = run_inference(encoder, features, xla_encoder)
     outputs = _float32({"pooled_output": outputs["pooled_output"],
                         "sequence_output": outputs["sequence_output"],
                         "encoder_outputs": list(outputs["encoder_outputs"])})
@@ -212,10 +241,7 @@ class EncoderModule(_Exportable):
         super().__init__()
         object.__setattr__(self, "_encoder", encoder)
         object.__setattr__(self, "_mlm_head", mlm_head)
-        # Inference on a batch of one runs an XLA-compiled copy (`ExportOptions.xla_batch_1`).
-        object.__setattr__(self, "_xla_encoder", tf.function(
-            lambda features: encoder(features, training=False), jit_compile=True,
-            autograph=False) if xla_batch_1 else None)
+        object.__setattr__(self, "_xla_encoder", xla_inference(encoder, xla_batch_1))
         for training in (False, True):
             self.__call__.get_concrete_function(encoder_input_spec(), training=training)
         self.serve.get_concrete_function()

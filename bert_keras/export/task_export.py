@@ -80,7 +80,7 @@ import os
 import tensorflow as tf
 
 from bert_keras.export.classification_serving import ClassificationServing
-from bert_keras.export.encoder_export import _Exportable, dtype_policy
+from bert_keras.export.encoder_export import _Exportable, dtype_policy, run_inference, xla_inference
 from bert_keras.export.multiple_choice_serving import MultipleChoiceServing
 from bert_keras.export.ner_serving import NerServing
 from bert_keras.export.raw_text import NEG_INF, TaskExportError, cut_to_longest, pad_positions
@@ -159,6 +159,7 @@ class TaskModule(ClassificationServing, MultipleChoiceServing, SquadServing, Ner
       special_ids: {"start_of_sequence_id", "end_of_segment_id", "padding_id", ...}.
       seq_length: the window length.
       max_windows: SQuAD and NER: at most this many windows per text.
+      xla_batch_1: a batch of one runs an XLA-compiled copy of the model (`xla_inference`).
     """
 
     def __init__(self, tokenizer, model, task_config, special_ids, seq_length, max_windows=None,
@@ -166,11 +167,7 @@ class TaskModule(ClassificationServing, MultipleChoiceServing, SquadServing, Ner
         super().__init__()
         self.tokenizer = tokenizer
         object.__setattr__(self, "_model", model)
-        # A batch of one runs an XLA-compiled copy: on a CPU its fused kernels cost less than
-        # the plain graph's hundreds of ops at a few rows; larger batches gain nothing from it.
-        object.__setattr__(self, "_xla_model", tf.function(
-            lambda features: model(features, training=False), jit_compile=True,
-            autograph=False) if xla_batch_1 else None)
+        object.__setattr__(self, "_xla_model", xla_inference(model, xla_batch_1))
         self._task_config = dict(task_config)
         head = task_config.get("head")
         if head not in SERVING_KINDS:
@@ -215,12 +212,7 @@ class TaskModule(ClassificationServing, MultipleChoiceServing, SquadServing, Ner
         """The model on `features` cut to the batch's longest sequence (`cut_to_longest`);
         per-position outputs [windows, length, ...] are padded back to seq_length."""
         features, length = cut_to_longest(features, self._seq_length)
-        if self._xla_model is None:
-            outputs = self._model(features, training=False)
-        else:
-            outputs = tf.cond(tf.equal(tf.shape(features["input_word_ids"])[0], 1),
-                              lambda: self._xla_model(features),
-                              lambda: self._model(features, training=False))
+        outputs = run_inference(self._model, features, self._xla_model)
         if self.kind == "squad":
             return {name: pad_positions(value, self._seq_length, NEG_INF)
                     for name, value in outputs.items()}
