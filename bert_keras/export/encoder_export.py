@@ -181,15 +181,17 @@ def run_inference(model, features, compiled=None):
     """`model(features, training=False)`, through `compiled` (`xla_inference`) when given and
     the batch (the first dimension of input_word_ids) holds one row.
 
-    >>> import bert_keras, numpy as np
-    >>> from bert_keras.finetuning.task_models import build_classifier
-    >>> model = build_classifier(bert_keras.BertConfig.from_preset("tiny", vocab_size=50))
-    >>> features = {"input_word_ids": np.array([[2, 7, 3, 0]], "int32"),
-    ...             "input_mask": np.array([[1, 1, 1, 0]], "int32"),
-    ...             "input_type_ids": np.zeros([1, 4], "int32")}
-    >>> logits = run_inference(model, features, xla_inference(model))  # [1, 2], compiled
-    >>> bool(np.allclose(logits, model(features), atol=1e-5)), xla_inference(model, False)
-    (True, None)
+    >>> import keras, numpy as np
+    >>> ids = keras.Input([None], dtype="int32", name="input_word_ids")
+    >>> model = keras.Model({"input_word_ids": ids}, keras.ops.cast(ids, "float32") * 2)
+    >>> one, two = np.array([[1, 2, 3]], "int32"), np.array([[1, 2], [3, 4]], "int32")
+    >>> compiled = xla_inference(model)
+    >>> run_inference(model, {"input_word_ids": one}, compiled).numpy().tolist()  # compiled
+    [[2.0, 4.0, 6.0]]
+    >>> run_inference(model, {"input_word_ids": two}, compiled).numpy().tolist()  # plain graph
+    [[2.0, 4.0], [6.0, 8.0]]
+    >>> xla_inference(model, enabled=False) is None
+    True
     """
     if compiled is None:
         return model(features, training=False)
