@@ -26,6 +26,8 @@ TensorShape([2, 3])
 import keras
 from keras import ops
 
+from bert_keras.model.layers.dropout import Dropout
+
 
 def _initializer(initializer_range):
     return keras.initializers.TruncatedNormal(stddev=initializer_range)
@@ -86,7 +88,7 @@ class ClassificationHead(keras.layers.Layer):
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+        self.dropout = Dropout(dropout_rate, dtype=self.dtype_policy)
         self.dense = keras.layers.Dense(num_classes, kernel_initializer=_initializer(initializer_range),
                                         name="dense", dtype=self.dtype_policy)
 
@@ -181,7 +183,7 @@ class MultipleChoiceHead(keras.layers.Layer):
         super().__init__(**kwargs)
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+        self.dropout = Dropout(dropout_rate, dtype=self.dtype_policy)
         self.dense = keras.layers.Dense(1, kernel_initializer=_initializer(initializer_range),
                                         name="dense", dtype=self.dtype_policy)
 
@@ -270,7 +272,7 @@ class FeatureBasedBiLSTMHead(keras.layers.Layer):
                 keras.layers.LSTM(lstm_units, return_sequences=True, name=f"lstm_{index}"),
                 name=f"bilstm_{index}", dtype="float32")
             for index in range(num_lstm_layers)]
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype="float32")
+        self.dropout = Dropout(dropout_rate, dtype="float32")
         self.output_dense = keras.layers.Dense(
             num_classes, kernel_initializer=_initializer(initializer_range), name="output",
             dtype="float32")

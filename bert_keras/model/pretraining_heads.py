@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from bert_keras.model.layers.transformer_block import get_activation
+from bert_keras.model.layers.activations import get_activation
 
 
 class MaskedLMHead(keras.layers.Layer):

@@ -5,6 +5,8 @@ import math
 import keras
 from keras import ops
 
+from bert_keras.model.layers.dropout import Dropout
+
 # The original adds -10000 to the logits of masked positions; after the float32 softmax
 # their probability is exactly 0.
 _MASK_ADDER = -10000.0
@@ -90,7 +92,7 @@ class SelfAttention(keras.layers.Layer):
         self.query = dense("query")
         self.key = dense("key")
         self.value = dense("value")
-        self.dropout = keras.layers.Dropout(attention_dropout_rate, dtype=self.dtype_policy)
+        self.dropout = Dropout(attention_dropout_rate, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         for layer in (self.query, self.key, self.value):

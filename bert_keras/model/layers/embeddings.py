@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from bert_keras.model.layers.dropout import Dropout
+
 
 class BertEmbeddings(keras.layers.Layer):
     """Sums word, position and token-type (segment) embeddings, as in the BERT paper (Fig. 2).
@@ -33,7 +35,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.dropout_rate = dropout_rate
         self.layer_norm = keras.layers.LayerNormalization(epsilon=layer_norm_eps, name="layer_norm",
                                                           dtype=self.dtype_policy)
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy)
+        self.dropout = Dropout(dropout_rate, dtype=self.dtype_policy)
 
     def build(self, input_shape=None):
         initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)

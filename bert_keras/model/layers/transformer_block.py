@@ -3,20 +3,9 @@
 import keras
 from keras import ops
 
+from bert_keras.model.layers.activations import get_activation
 from bert_keras.model.layers.attention import SelfAttention
-
-
-def get_activation(name):
-    """The activation named in `bert_config.json`; "gelu" is the exact (erf) GELU of the original."""
-    if name == "gelu":
-        return lambda x: keras.activations.gelu(x, approximate=False)
-    if name in ("gelu_new", "gelu_approximate"):
-        return lambda x: keras.activations.gelu(x, approximate=True)
-    if name in ("swish", "silu"):
-        return keras.activations.silu
-    if name in ("relu", "tanh"):
-        return keras.activations.get(name)
-    raise ValueError(f"unsupported hidden_act {name!r}")
+from bert_keras.model.layers.dropout import Dropout
 
 
 class TransformerBlock(keras.layers.Layer):
@@ -64,14 +53,16 @@ class TransformerBlock(keras.layers.Layer):
                                                    name="attention_output", dtype=policy)
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, name="attention_layer_norm", dtype=policy)
-        self.intermediate = keras.layers.Dense(intermediate_size, activation=get_activation(hidden_act),
-                                               kernel_initializer=initializer, name="intermediate",
-                                               dtype=policy)
+        # The activation is applied in `call`: training on TensorFlow takes GELU's one-pass form.
+        self.intermediate = keras.layers.Dense(intermediate_size, kernel_initializer=initializer,
+                                               name="intermediate", dtype=policy)
+        self.activation = get_activation(hidden_act)
+        self.training_activation = get_activation(hidden_act, training=True)
         self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
                                                name="output_dense", dtype=policy)
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, name="output_layer_norm", dtype=policy)
-        self.dropout = keras.layers.Dropout(hidden_dropout_rate, dtype=policy)
+        self.dropout = Dropout(hidden_dropout_rate, dtype=policy)
 
     def build(self, input_shape=None):
         hidden = (None, None, self.hidden_size)
@@ -93,7 +84,8 @@ class TransformerBlock(keras.layers.Layer):
         attention = self.dropout(self.attention_output(attention), training=training)
         attention_output = self.attention_layer_norm(hidden_states + attention)
 
-        intermediate_output = self.intermediate(attention_output)  # [b * s, intermediate]
+        activation = self.training_activation if training else self.activation
+        intermediate_output = activation(self.intermediate(attention_output))  # [b * s, intermediate]
         layer_output = self.dropout(self.output_dense(intermediate_output), training=training)
         return ops.reshape(self.output_layer_norm(attention_output + layer_output), shape)
 
