@@ -160,15 +160,28 @@ def _dense(gradient):
 
 def _clip_by_global_norm_tf(grads, clip_norm):
     """Keras' `clip_by_global_norm` (the same scale, NaN for a non-finite norm) with each
-    gradient's squared norm taken in one pass (`tf.nn.l2_loss`) instead of a square and a sum."""
+    gradient's squared norm taken in one pass (`tf.nn.l2_loss`) instead of a square and a sum.
+
+    As Keras and the released `tf.clip_by_global_norm`, a gathered embedding's gradient
+    (IndexedSlices) counts each occurrence's row on its own (repeated rows are not summed first),
+    and is scaled row by row.
+    """
     import tensorflow as tf
 
-    grads = [None if g is None else _dense(g) for g in grads]
-    norm = tf.sqrt(tf.add_n([2.0 * tf.nn.l2_loss(tf.cast(g, tf.float32))
+    def values(g):
+        return g.values if isinstance(g, tf.IndexedSlices) else g
+
+    def scaled(g, scale):
+        if isinstance(g, tf.IndexedSlices):
+            return tf.IndexedSlices(g.values * tf.cast(scale, g.values.dtype), g.indices,
+                                    g.dense_shape)
+        return g * tf.cast(scale, g.dtype)
+
+    norm = tf.sqrt(tf.add_n([2.0 * tf.nn.l2_loss(tf.cast(values(g), tf.float32))
                              for g in grads if g is not None]))
     scale = clip_norm * tf.minimum(1.0 / norm, 1.0 / clip_norm)
     scale = scale + (norm - norm)  # NaN when the norm is not finite
-    return [None if g is None else g * tf.cast(scale, g.dtype) for g in grads]
+    return [None if g is None else scaled(g, scale) for g in grads]
 
 
 def _adam_update(*args):

@@ -109,28 +109,30 @@ def test_an_embedding_gradient_without_clipping_updates_like_its_dense_sum(rule,
 
 
 def test_global_norm_clipping_equals_keras_clip_by_global_norm():
-    """The one-pass norm (TensorFlow) scales like Keras' `clip_by_global_norm`: a repeated
-    embedding row counted once, summed; NaN everywhere for a non-finite norm; no scaling under
-    the clip norm."""
+    """The one-pass norm (TensorFlow) scales like Keras' `clip_by_global_norm` and the released
+    `tf.clip_by_global_norm`: a gathered embedding's rows counted once per occurrence (not
+    summed first), NaN everywhere for a non-finite norm, no scaling under the clip norm."""
     from keras.src.optimizers.base_optimizer import clip_by_global_norm
 
     rng = np.random.default_rng(2)
     rows, values = np.array([1, 3, 1]), rng.standard_normal((3, 4)).astype("float32")
-    dense = np.zeros((6, 4), np.float32)
-    np.add.at(dense, rows, values)
     kernel = rng.standard_normal((4, 3)).astype("float32") * 3
     sliced = tf.IndexedSlices(tf.constant(values), tf.constant(rows), tf.constant([6, 4]))
+    released_norm = float(tf.linalg.global_norm([sliced, tf.constant(kernel)]))
+    assert released_norm == pytest.approx(np.sqrt((values ** 2).sum() + (kernel ** 2).sum()))
     for clip_norm in (1.0, 100.0):
         ours = optimization._clip_by_global_norm_tf([sliced, tf.constant(kernel), None], clip_norm)
-        keras_clipped = clip_by_global_norm([tf.constant(dense), tf.constant(kernel), None], clip_norm)
-        assert ours[2] is None
-        for a, b in zip(ours[:2], keras_clipped[:2]):
-            np.testing.assert_allclose(a, b, rtol=1e-6)
-    np.testing.assert_array_equal(ours[1], kernel)  # under the clip norm: unscaled
-    norm = np.sqrt((dense ** 2).sum() + (kernel ** 2).sum())
-    np.testing.assert_allclose(optimization._clip_by_global_norm_tf([tf.constant(kernel)], 1.0)[0],
-                               kernel / np.sqrt((kernel ** 2).sum()), rtol=1e-6)
-    assert norm > 1.0
+        keras_clipped = clip_by_global_norm([sliced, tf.constant(kernel), None], clip_norm)
+        released, _ = tf.clip_by_global_norm([sliced, tf.constant(kernel)], clip_norm)
+        assert ours[2] is None and isinstance(ours[0], tf.IndexedSlices)
+        np.testing.assert_allclose(tf.convert_to_tensor(ours[0]),
+                                   tf.convert_to_tensor(keras_clipped[0]), rtol=1e-6)
+        np.testing.assert_allclose(tf.convert_to_tensor(ours[0]),
+                                   tf.convert_to_tensor(released[0]), rtol=1e-6)
+        np.testing.assert_allclose(ours[1], keras_clipped[1], rtol=1e-6)
+        np.testing.assert_allclose(ours[1], released[1], rtol=1e-6)
+    assert released_norm > 1.0  # clip_norm 1.0 scaled; 100.0 left the gradients as they were
+    np.testing.assert_array_equal(ours[1], kernel)
     kernel[0, 0] = np.inf
     assert np.isnan(optimization._clip_by_global_norm_tf([tf.constant(kernel)], 1.0)[0]).all()
 
