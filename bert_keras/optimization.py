@@ -39,6 +39,7 @@ import keras
 from keras import ops
 
 # The compute dtype is decided in `bert_keras.precision`; its names stay importable from here.
+from bert_keras.common.xla import xla_function
 from bert_keras.precision import (AUTO_DTYPE, DTYPE_FLAG_VALUES, DTYPES,  # noqa: F401
                                   MIXED_PRECISION_POLICIES, cpu_has_bfloat16_units,
                                   dtype_option, mixed_precision_policy, native_bfloat16,
@@ -140,7 +141,6 @@ def _adam_math(gradient, variable, m, v, lr, one_minus_beta_1, one_minus_beta_2,
     return variable - lr * update, m, v
 
 
-_ADAM_UPDATE = []
 # Variables this large (the word embeddings, the feed-forward kernels of BERT-small and up) get
 # the one-loop update; for smaller ones the ten ops cost less than compiling the loop.
 _FUSED_MIN_SIZE = 1 << 20
@@ -184,13 +184,8 @@ def _clip_by_global_norm_tf(grads, clip_norm):
     return [None if g is None else scaled(g, scale) for g in grads]
 
 
-def _adam_update(*args):
-    """`_adam_math` compiled by XLA into one loop (built on first use: TensorFlow only)."""
-    if not _ADAM_UPDATE:
-        import tensorflow as tf
-
-        _ADAM_UPDATE.append(tf.function(_adam_math, jit_compile=True, autograph=False))
-    return _ADAM_UPDATE[0](*args)
+# `_adam_math` compiled by XLA into one loop (TensorFlow only).
+_adam_update = xla_function(_adam_math)
 
 
 @keras.saving.register_keras_serializable(package="bert_keras")

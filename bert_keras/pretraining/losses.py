@@ -30,6 +30,8 @@ Example:
 import keras
 from keras import ops
 
+from bert_keras.common.xla import xla_function
+
 SUM_NAMES = ("masked_lm_loss_sum", "masked_lm_weight_sum", "masked_lm_correct",
              "next_sentence_loss_sum", "next_sentence_correct", "next_sentence_count")
 
@@ -60,44 +62,47 @@ def masked_lm_sums(mlm_logits, masked_lm_ids, masked_lm_weights):
     }
 
 
-_CROSS_ENTROPY = []
+def _cross_entropy_forward(logits, labels):  # [n, vocab], [n]
+    import tensorflow as tf
+
+    shifted = logits - tf.reduce_max(logits, axis=-1, keepdims=True)
+    log_sum = tf.math.log(tf.reduce_sum(tf.exp(shifted), axis=-1))
+    label_logit = tf.gather(shifted, labels[:, None], batch_dims=1)[:, 0]
+    valid = tf.logical_and(labels >= 0, labels < tf.shape(logits)[-1])
+    cross_entropy = tf.where(valid, log_sum - label_logit, float("nan"))
+    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels),
+                      tf.float32)
+    return cross_entropy, correct
+
+
+def _cross_entropy_backward(logits, labels, upstream):
+    import tensorflow as tf
+
+    probabilities = tf.nn.softmax(logits)
+    return (probabilities - tf.one_hot(labels, tf.shape(logits)[-1])) * upstream[:, None]
+
+
+_cross_entropy_pass = xla_function(_cross_entropy_forward)
+_cross_entropy_gradient_pass = xla_function(_cross_entropy_backward)
 
 
 def _one_pass_cross_entropy(logits, labels):
     """(cross entropy, 1.0 where the arg max is the label), each [...] for float32 logits
     [..., vocab] and int32 labels [...], with a custom gradient; TensorFlow only, each direction
-    one XLA-compiled function (built on first use)."""
+    one XLA-compiled function."""
     import tensorflow as tf
 
-    if not _CROSS_ENTROPY:
-        @tf.function(jit_compile=True, autograph=False)
-        def forward(logits, labels):  # [n, vocab], [n]
-            shifted = logits - tf.reduce_max(logits, axis=-1, keepdims=True)
-            log_sum = tf.math.log(tf.reduce_sum(tf.exp(shifted), axis=-1))
-            label_logit = tf.gather(shifted, labels[:, None], batch_dims=1)[:, 0]
-            valid = tf.logical_and(labels >= 0, labels < tf.shape(logits)[-1])
-            cross_entropy = tf.where(valid, log_sum - label_logit, float("nan"))
-            correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels),
-                              tf.float32)
-            return cross_entropy, correct
-
-        @tf.function(jit_compile=True, autograph=False)
-        def backward(logits, labels, upstream):
-            probabilities = tf.nn.softmax(logits)
-            return (probabilities - tf.one_hot(labels, tf.shape(logits)[-1])) * upstream[:, None]
-
-        _CROSS_ENTROPY.extend([forward, backward])
-    forward, backward = _CROSS_ENTROPY
     shape = tf.shape(labels)
     flat_labels = tf.reshape(labels, [-1])
 
     @tf.custom_gradient
     def cross_entropy(logits):
         flat_logits = tf.reshape(logits, [-1, tf.shape(logits)[-1]])
-        values, correct = forward(flat_logits, flat_labels)
+        values, correct = _cross_entropy_pass(flat_logits, flat_labels)
 
         def gradient(upstream, _):
-            return tf.reshape(backward(flat_logits, flat_labels, tf.reshape(upstream, [-1])),
+            return tf.reshape(_cross_entropy_gradient_pass(flat_logits, flat_labels,
+                                                           tf.reshape(upstream, [-1])),
                               tf.shape(logits))
         return (tf.reshape(values, shape), tf.reshape(correct, shape)), gradient
 

@@ -27,6 +27,8 @@ import math
 
 import keras
 
+from bert_keras.common.xla import xla_function
+
 _SQRT_HALF = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _TANH_SCALE = math.sqrt(2.0 / math.pi)
@@ -66,29 +68,36 @@ def _gelu_and_derivative(x, approximate):
     return x * cdf, cdf + x * pdf
 
 
-_ONE_PASS_GELU = {}
+def _one_pass_functions(approximate):
+    """(forward, backward) of GELU's one-pass form, each one XLA-compiled function."""
 
-
-def _one_pass_gelu(approximate):
-    """GELU with a custom gradient, each direction one XLA-compiled function (built on first use,
-    one per form; XLA compiles once per shape and dtype)."""
-    if approximate in _ONE_PASS_GELU:
-        return _ONE_PASS_GELU[approximate]
-    import tensorflow as tf
-
-    @tf.function(jit_compile=True, autograph=False)
     def forward(x):
+        import tensorflow as tf
+
         value, _ = _gelu_and_derivative(tf.cast(x, tf.float32), approximate)
         return tf.cast(value, x.dtype)
 
-    @tf.function(jit_compile=True, autograph=False)
     def backward(x, upstream):
+        import tensorflow as tf
+
         _, derivative = _gelu_and_derivative(tf.cast(x, tf.float32), approximate)
         return tf.cast(tf.cast(upstream, tf.float32) * derivative, x.dtype)
+
+    return xla_function(forward), xla_function(backward)
+
+
+# One pair per form: exact (False) and tanh (True).
+_ONE_PASS = {approximate: _one_pass_functions(approximate) for approximate in (False, True)}
+
+
+def _one_pass_gelu(approximate):
+    """GELU with a custom gradient, each direction one XLA-compiled function."""
+    import tensorflow as tf
+
+    forward, backward = _ONE_PASS[approximate]
 
     @tf.custom_gradient
     def gelu(x):
         return forward(x), lambda upstream: backward(x, upstream)
 
-    _ONE_PASS_GELU[approximate] = gelu
     return gelu

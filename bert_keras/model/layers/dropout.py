@@ -26,6 +26,8 @@ True
 
 import keras
 
+from bert_keras.common.xla import xla_function
+
 _BITS = 16
 
 
@@ -52,23 +54,17 @@ class Dropout(keras.layers.Dropout):
         return super().call(inputs, training=training)
 
 
-_APPLY_MASK = []
+def _apply_mask_math(values, bits, threshold, scale):
+    """values * scale where the unit's 16 bits are >= threshold, else 0."""
+    import tensorflow as tf
+
+    halves = tf.reshape(tf.bitcast(bits, tf.uint16), [-1])[:tf.size(values)]
+    keep = tf.reshape(halves, tf.shape(values)) >= threshold
+    return tf.where(keep, values * tf.cast(scale, values.dtype), tf.zeros_like(values))
 
 
-def _apply_mask(values, bits, threshold, scale):
-    """values * scale where the unit's 16 bits are >= threshold, else 0; one XLA-compiled pass
-    (built on first use)."""
-    if not _APPLY_MASK:
-        import tensorflow as tf
-
-        @tf.function(jit_compile=True, autograph=False)
-        def apply_mask(values, bits, threshold, scale):
-            halves = tf.reshape(tf.bitcast(bits, tf.uint16), [-1])[:tf.size(values)]
-            keep = tf.reshape(halves, tf.shape(values)) >= threshold
-            return tf.where(keep, values * tf.cast(scale, values.dtype), tf.zeros_like(values))
-
-        _APPLY_MASK.append(apply_mask)
-    return _APPLY_MASK[0](values, bits, threshold, scale)
+# One XLA-compiled pass, forward and backward alike.
+_apply_mask = xla_function(_apply_mask_math)
 
 
 def _sixteen_bit_dropout(inputs, rate, seed):
