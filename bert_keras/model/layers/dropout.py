@@ -3,7 +3,8 @@
 Keras' dropout on TensorFlow draws one float32 uniform per unit (one call of the Philox
 generator yields four 32-bit words; each unit takes one), compares it with the rate, scales and
 selects, each a pass over memory, and selects again for the gradient. In BERT's pre-training
-step on a CPU those random numbers are the largest cost outside the matmuls. Here, training on
+step on a CPU those random numbers are among the largest costs outside the matmuls (the
+largest in mixed bfloat16). Here, training on
 the TensorFlow backend, each unit takes 16 random bits instead (two units from one 32-bit word
 of the same generator, seeded by the layer's seed generator as Keras' own) and is kept when they
 are at least round(rate * 65536): a drop probability within 8e-6 of the rate (0.100006 for 0.1),
