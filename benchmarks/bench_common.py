@@ -237,6 +237,21 @@ def median(values):
     return statistics.median(values)
 
 
+def round_ratios(peer_times, our_times):
+    """(lower quartile, median, upper quartile) of the per-round ratios peer / ours.
+
+    Interleaved rounds (`interleaved_timings`) time both contenders within seconds of each
+    other, so each round's ratio sees the same machine state; their spread says how far one
+    run's ratio can be trusted (a 1.29x against a 1.3x target, say).
+
+    >>> round_ratios([2.0, 3.0, 4.0, 5.0, 6.0], [1.0, 1.0, 2.0, 2.0, 2.0])
+    (2.0, 2.5, 3.0)
+    """
+    ratios = sorted(peer / ours for peer, ours in zip(peer_times, our_times))
+    q1, median_ratio, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
+    return q1, median_ratio, q3
+
+
 def mean_and_spread(values):
     """{"mean", "std" (population, as numpy's default), "values"} of per-seed scores."""
     values = [float(value) for value in values]

@@ -10,7 +10,9 @@ backward, AdamW update. `ours` and keras-hub run the same `tf.function` step ove
 other dropout stays. `ours_trainer` is what `run_pretraining.py` runs: the package's step
 function, with clipping and the package's AdamW. Precisions: float32, and mixed bfloat16
 (Keras `mixed_bfloat16`; PyTorch `torch.autocast` bf16).
-Contenders run interleaved, median of the rounds; ratio = peer time / our time.
+Contenders run interleaved, median of the rounds; ratio = peer time / our time, and
+`rounds_vs_<peer>` the lower and upper quartiles of the per-round ratios (how far one run's ratio
+can be trusted).
 
     python benchmarks/bench_pretraining_step.py                  # small (batch 32) and base (batch 8)
     python benchmarks/bench_pretraining_step.py --models=small:16 --rounds=5
@@ -403,6 +405,9 @@ def main(argv=None):
                     for peer in PEERS:
                         if peer in medians:
                             row[f"ratio_vs_{peer}"] = medians[peer] / seconds
+                            low, _, high = bench_common.round_ratios(times[peer], times[name])
+                            row[f"ratio_vs_{peer}_quartiles"] = [low, high]
+                            row[f"rounds_vs_{peer}"] = f"{low:.2f}-{high:.2f}"
                 case_rows.append(row)
             bench_common.print_table(case_rows, COLUMNS)
             print(flush=True)
@@ -439,7 +444,7 @@ def free_accelerator_memory():
 
 COLUMNS = ["model", "batch", "seq_length", "precision", "contender", "median_s", "seq_per_s",
            "model_tflops_per_s", "mfu", "gpu_kernel_ms_per_step", "cudnn_attention",
-           "ratio_vs_keras_hub", "ratio_vs_hf_torch"]
+           "ratio_vs_keras_hub", "rounds_vs_keras_hub", "ratio_vs_hf_torch", "rounds_vs_hf_torch"]
 
 if __name__ == "__main__":
     main()

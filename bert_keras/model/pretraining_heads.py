@@ -57,12 +57,15 @@ class MaskedLMHead(keras.layers.Layer):
                                            initializer="zeros")
         self.built = True
 
-    def call(self, sequence_output, masked_lm_positions):
+    def call(self, sequence_output, masked_lm_positions, training=None):
         positions = ops.cast(masked_lm_positions, "int32")
         gathered = ops.take_along_axis(sequence_output, positions[:, :, None], axis=1)  # [b, p, hidden]
         hidden = self.layer_norm(self.transform(gathered))  # [b, p, hidden]
         word_embeddings = ops.cast(self.embeddings.word_embeddings, hidden.dtype)  # [vocab, hidden]
-        logits = ops.matmul(hidden, ops.transpose(word_embeddings))  # [b, p, vocab]
+        if training and keras.backend.backend() == "tensorflow":
+            logits = _tied_logits(hidden, word_embeddings)
+        else:
+            logits = ops.matmul(hidden, ops.transpose(word_embeddings))  # [b, p, vocab]
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
     def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
@@ -73,6 +76,32 @@ class MaskedLMHead(keras.layers.Layer):
         config.update(hidden_act=self.hidden_act, initializer_range=self.initializer_range,
                       layer_norm_eps=self.layer_norm_eps)
         return config
+
+
+def _tied_logits(hidden, word_embeddings):
+    """hidden [b, p, hidden] times word_embeddings [vocab, hidden] transposed: [b, p, vocab].
+
+    TensorFlow, training: the same matmul, with a gradient that computes the table's gradient
+    in its own [vocab, hidden] layout (upstream transposed times hidden). TensorFlow's gradient
+    of the composed form computes it as [hidden, vocab] and then transposes it: a pass over the
+    largest gradient of the model (15.6M values at BERT's vocabulary and hidden size 512).
+    """
+    import tensorflow as tf
+
+    @tf.custom_gradient
+    def logits(hidden, word_embeddings):
+        rows = tf.reshape(hidden, [-1, hidden.shape[-1]])  # [b * p, hidden]
+        vocab_size = tf.shape(word_embeddings)[0]
+
+        def gradient(upstream):
+            upstream = tf.reshape(upstream, [-1, vocab_size])  # [b * p, vocab]
+            return (tf.reshape(tf.matmul(upstream, word_embeddings), tf.shape(hidden)),
+                    tf.matmul(upstream, rows, transpose_a=True))
+
+        output = tf.matmul(rows, word_embeddings, transpose_b=True)
+        return tf.reshape(output, tf.concat([tf.shape(hidden)[:-1], [vocab_size]], 0)), gradient
+
+    return logits(hidden, word_embeddings)
 
 
 class NextSentenceHead(keras.layers.Layer):

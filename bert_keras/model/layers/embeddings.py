@@ -39,8 +39,12 @@ class BertEmbeddings(keras.layers.Layer):
 
     def build(self, input_shape=None):
         initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
+        # Not autocast: in mixed precision the rows are gathered in float32 and only they are
+        # cast, instead of casting the whole [vocab, hidden] table on every call. The masked LM
+        # head casts the table itself for its output projection.
         self.word_embeddings = self.add_weight(
-            name="word_embeddings", shape=(self.vocab_size, self.hidden_size), initializer=initializer)
+            name="word_embeddings", shape=(self.vocab_size, self.hidden_size), initializer=initializer,
+            autocast=False)
         self.position_embeddings = self.add_weight(
             name="position_embeddings", shape=(self.max_position_embeddings, self.hidden_size),
             initializer=initializer)
@@ -52,7 +56,8 @@ class BertEmbeddings(keras.layers.Layer):
 
     def call(self, input_word_ids, input_type_ids, training=None):
         seq_length = ops.shape(input_word_ids)[1]
-        word = ops.take(self.word_embeddings, input_word_ids, axis=0)  # [batch, seq, hidden]
+        word = ops.cast(ops.take(self.word_embeddings, input_word_ids, axis=0),
+                        self.compute_dtype)  # [batch, seq, hidden]
         # Token types as a one-hot matmul, as the original does for this small table. The
         # gradient is then a [types, batch*seq] x [batch*seq, hidden] matmul rather than a
         # scatter-add of every position into two rows, which serializes on a GPU (23 ms of a
