@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from bert_keras.model.layers.dense import Dense
 from bert_keras.model.layers.dropout import Dropout
 
 # The original adds -10000 to the logits of masked positions; after the float32 softmax
@@ -85,7 +86,7 @@ class SelfAttention(keras.layers.Layer):
         self.initializer_range = initializer_range
 
         def dense(name):
-            return keras.layers.Dense(
+            return Dense(
                 hidden_size, name=name, dtype=self.dtype_policy,
                 kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
 

@@ -5,6 +5,7 @@ from keras import ops
 
 from bert_keras.model.layers.activations import get_activation
 from bert_keras.model.layers.attention import SelfAttention
+from bert_keras.model.layers.dense import Dense
 from bert_keras.model.layers.dropout import Dropout
 
 
@@ -49,16 +50,16 @@ class TransformerBlock(keras.layers.Layer):
         self.attention = SelfAttention(num_heads, hidden_size, attention_dropout_rate,
                                        initializer_range, attention_implementation,
                                        name="attention", dtype=policy)
-        self.attention_output = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
+        self.attention_output = Dense(hidden_size, kernel_initializer=initializer,
                                                    name="attention_output", dtype=policy)
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, name="attention_layer_norm", dtype=policy)
         # The activation is applied in `call`: training on TensorFlow takes GELU's one-pass form.
-        self.intermediate = keras.layers.Dense(intermediate_size, kernel_initializer=initializer,
+        self.intermediate = Dense(intermediate_size, kernel_initializer=initializer,
                                                name="intermediate", dtype=policy)
         self.activation = get_activation(hidden_act)
         self.training_activation = get_activation(hidden_act, training=True)
-        self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=initializer,
+        self.output_dense = Dense(hidden_size, kernel_initializer=initializer,
                                                name="output_dense", dtype=policy)
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, name="output_layer_norm", dtype=policy)
