@@ -2,21 +2,28 @@
 
 The gradient of `inputs @ kernel` with respect to the inputs is `upstream @ kernel^T`.
 TensorFlow computes it as one matmul with `transpose_b`, a layout oneDNN multiplies more slowly
-in float32: on a 2-core EPYC a [2048, 2048] x [2048, 512] input gradient takes 14.7 ms so and
+in float32: on a 2-core EPYC a [2048, 2048] x [2048, 512] input gradient takes 14.7 ms that way and
 10.5 ms on a kernel transposed beforehand (a copy of the kernel, 0.5 ms). Training in float32 on
 the TensorFlow backend, with 2-D inputs, this layer takes that gradient instead (a custom
 gradient; the transpose is XLA-compiled so that TensorFlow's graph optimizer does not fold it
-back into the matmul): BERT-small's pre-training step, 2.5% less time (`docs/benchmarks.md`).
-The same products, so the same values to float32 rounding. Mixed bfloat16 (where the layouts
-cost the same), 3-D inputs, inference and the JAX backend are Keras' `Dense`.
+back into the matmul): BERT-small's pre-training step, 4-6% less time (`docs/benchmarks.md`).
+The same products, so the same values to float32 rounding. Kernels under 512 x 512 elements keep
+Keras' gradient: there the copy's XLA launch costs more than the layout saves (with it, BERT-Tiny's
+32 fine-tuning runs in the main job took 192-199 s instead of 177 s). Mixed bfloat16 (where the
+layouts cost the same), 3-D inputs, inference and the JAX backend are Keras' `Dense`.
 
 Example:
 
 >>> import numpy as np
->>> layer = Dense(2, kernel_initializer="ones", bias_initializer="zeros")
->>> np.asarray(layer(np.array([[1.0, 2.0, 3.0]], "float32"), training=True)).tolist()
-[[6.0, 6.0]]
+>>> layer = Dense(512, kernel_initializer="ones", bias_initializer="zeros")
+>>> outputs = np.asarray(layer(np.full((2, 512), 0.5, "float32"), training=True))
+>>> outputs.shape, float(outputs[0, 0])
+((2, 512), 256.0)
+>>> layer.takes_pretransposed_gradient
+True
 """
+
+import math
 
 import keras
 from keras import ops
@@ -34,6 +41,9 @@ def _transpose_math(matrix):
 # feeding a matmul back into `transpose_b`.
 _transpose = xla_function(_transpose_math)
 
+# Kernels this large (BERT-small's 512 x 512 and up) take the pre-transposed gradient.
+_MIN_KERNEL_SIZE = 1 << 18
+
 
 @keras.saving.register_keras_serializable(package="bert_keras")
 class Dense(keras.layers.Dense):
@@ -46,10 +56,16 @@ class Dense(keras.layers.Dense):
       float [..., units].
     """
 
+    @property
+    def takes_pretransposed_gradient(self):
+        """Whether float32 training on TensorFlow takes the gradient of the module docstring."""
+        return (keras.backend.backend() == "tensorflow" and self.compute_dtype == "float32"
+                and math.prod(self.kernel.shape) >= _MIN_KERNEL_SIZE
+                and not getattr(self, "lora_enabled", False)
+                and getattr(self, "quantization_mode", None) is None)
+
     def call(self, inputs, training=None):
-        if (training and keras.backend.backend() == "tensorflow" and len(inputs.shape) == 2
-                and self.compute_dtype == "float32" and not getattr(self, "lora_enabled", False)
-                and getattr(self, "quantization_mode", None) is None):
+        if training and len(inputs.shape) == 2 and self.takes_pretransposed_gradient:
             outputs = _matmul_with_pretransposed_gradient(inputs, self.kernel)
             if self.bias is not None:
                 outputs = ops.add(outputs, self.bias)
