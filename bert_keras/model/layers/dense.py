@@ -8,8 +8,9 @@ the TensorFlow backend, with 2-D inputs, this layer takes that gradient instead 
 gradient; the transpose is XLA-compiled so that TensorFlow's graph optimizer does not fold it
 back into the matmul): BERT-small's pre-training step, 4-6% less time (`docs/benchmarks.md`).
 The same products, so the same values to float32 rounding. Kernels under 512 x 512 elements keep
-Keras' gradient: there the copy's XLA launch costs more than the layout saves (with it, BERT-Tiny's
-32 fine-tuning runs in the main job took 192-199 s instead of 177 s). Mixed bfloat16 (where the
+Keras' gradient: there the layout saves less than the copy's XLA launch may cost (with it, the
+main job's 32 fine-tuning runs of BERT-Tiny took 192 and 199 s, without it 177 and 183 s, within
+the stage's run-to-run spread). Mixed bfloat16 (where the
 layouts cost the same), 3-D inputs, inference and the JAX backend are Keras' `Dense`.
 
 Example:
