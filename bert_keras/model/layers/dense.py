@@ -2,16 +2,17 @@
 
 The gradient of `inputs @ kernel` with respect to the inputs is `upstream @ kernel^T`.
 TensorFlow computes it as one matmul with `transpose_b`, a layout oneDNN multiplies more slowly
-in float32: on a 2-core EPYC a [2048, 2048] x [2048, 512] input gradient takes 14.7 ms that way and
-10.5 ms on a kernel transposed beforehand (a copy of the kernel, 0.5 ms). Training in float32 on
-the TensorFlow backend, with 2-D inputs, this layer takes that gradient instead (a custom
-gradient; the transpose is XLA-compiled so that TensorFlow's graph optimizer does not fold it
-back into the matmul): BERT-small's pre-training step, 4-6% less time (`docs/benchmarks.md`).
-The same products, so the same values to float32 rounding. Kernels under 512 x 512 elements keep
-Keras' gradient: there the layout saves less than the copy's XLA launch may cost (with it, the
-main job's 32 fine-tuning runs of BERT-Tiny took 192 and 199 s, without it 177 and 183 s, within
-the stage's run-to-run spread). Mixed bfloat16 (where the
-layouts cost the same), 3-D inputs, inference and the JAX backend are Keras' `Dense`.
+in float32: on a 2-core EPYC a [2048, 2048] x [2048, 512] input gradient takes 14.7 ms that
+way and 10.5 ms on a kernel transposed beforehand (a copy of the kernel, 0.5 ms). Training in
+float32 on the TensorFlow backend, with 2-D inputs, this layer takes that gradient instead (a
+custom gradient; the transpose is XLA-compiled so that TensorFlow's graph optimizer does not
+fold it back into the matmul): BERT-small's pre-training step, 4-6% less time
+(`docs/benchmarks.md`). The same products, so the same values to float32 rounding.
+
+Kernels under 512 x 512 elements keep Keras' gradient: there the layout saves less than the
+copy's XLA launch may cost (with it, the main job's 32 fine-tuning runs of BERT-Tiny took 192
+and 199 s, without it 177 and 183 s, within the stage's run-to-run spread). Mixed bfloat16
+(where the layouts cost the same), 3-D inputs, inference and the JAX backend are Keras' `Dense`.
 
 Example:
 

@@ -43,8 +43,8 @@ class BertEmbeddings(keras.layers.Layer):
         # cast, instead of casting the whole [vocab, hidden] table on every call. The masked LM
         # head casts the table itself for its output projection.
         self.word_embeddings = self.add_weight(
-            name="word_embeddings", shape=(self.vocab_size, self.hidden_size), initializer=initializer,
-            autocast=False)
+            name="word_embeddings", shape=(self.vocab_size, self.hidden_size),
+            initializer=initializer, autocast=False)
         self.position_embeddings = self.add_weight(
             name="position_embeddings", shape=(self.max_position_embeddings, self.hidden_size),
             initializer=initializer)

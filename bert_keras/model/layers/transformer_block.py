@@ -51,16 +51,16 @@ class TransformerBlock(keras.layers.Layer):
                                        initializer_range, attention_implementation,
                                        name="attention", dtype=policy)
         self.attention_output = Dense(hidden_size, kernel_initializer=initializer,
-                                                   name="attention_output", dtype=policy)
+                                      name="attention_output", dtype=policy)
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, name="attention_layer_norm", dtype=policy)
         # The activation is applied in `call`: training on TensorFlow takes GELU's one-pass form.
         self.intermediate = Dense(intermediate_size, kernel_initializer=initializer,
-                                               name="intermediate", dtype=policy)
+                                  name="intermediate", dtype=policy)
         self.activation = get_activation(hidden_act)
         self.training_activation = get_activation(hidden_act, training=True)
         self.output_dense = Dense(hidden_size, kernel_initializer=initializer,
-                                               name="output_dense", dtype=policy)
+                                  name="output_dense", dtype=policy)
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, name="output_layer_norm", dtype=policy)
         self.dropout = Dropout(hidden_dropout_rate, dtype=policy)

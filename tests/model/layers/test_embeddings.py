@@ -1,4 +1,4 @@
-"""BertEmbeddings in mixed precision: the word table stays float32 and only gathered rows are cast."""
+"""BertEmbeddings in mixed precision: the word table stays float32, only the gathered rows cast."""
 
 import numpy as np
 import tensorflow as tf
