@@ -42,8 +42,10 @@ import os
 
 import tensorflow as tf
 
+from bert_keras.export.raw_text import cut_to_longest, pad_positions
 from bert_keras.model import checkpoint_names
 from bert_keras.model.encoder import INPUT_NAMES, build_encoder
+from bert_keras.model.layers.unpadding import unpadded_inference
 from bert_keras.modeldir import model_dir as model_dir_lib
 
 logger = logging.getLogger("bert_keras.export")
@@ -170,16 +172,28 @@ def xla_inference(model, enabled=True):
     """`model`'s inference call XLA-compiled (`jit_compile=True`), or None when not `enabled`:
     the copy `run_inference` takes for a batch of one (`ExportOptions.xla_batch_1`). On a CPU
     its fused kernels cost less than the plain graph's hundreds of ops at a few rows; larger
-    batches gain nothing from it, and each new shape compiles."""
+    batches gain nothing from it, and each new shape compiles. It computes every position
+    (`unpadding` needs shapes known only when it runs)."""
     if not enabled:
         return None
-    return tf.function(lambda features: model(features, training=False), jit_compile=True,
-                       autograph=False)
+
+    def call(features):
+        with unpadded_inference(False):
+            return model(features, training=False)
+
+    return tf.function(call, jit_compile=True, autograph=False)
+
+
+def plain_inference(model, features):
+    """`model(features, training=False)` in the plain graph, its Transformer blocks computing
+    the real tokens only (`bert_keras.model.layers.unpadding`): zeros at padding positions."""
+    with unpadded_inference():
+        return model(features, training=False)
 
 
 def run_inference(model, features, compiled=None):
-    """`model(features, training=False)`, through `compiled` (`xla_inference`) when given and
-    the batch (the first dimension of input_word_ids) holds one row.
+    """`plain_inference(model, features)`, or `compiled` (`xla_inference`) when given and the
+    batch (the first dimension of input_word_ids) holds one row.
 
     >>> import keras, numpy as np
     >>> ids = keras.Input([None], dtype="int32", name="input_word_ids")
@@ -194,24 +208,47 @@ def run_inference(model, features, compiled=None):
     True
     """
     if compiled is None:
-        return model(features, training=False)
+        return plain_inference(model, features)
     return tf.cond(tf.equal(tf.shape(features["input_word_ids"])[0], 1),
-                   lambda: compiled(features), lambda: model(features, training=False))
+                   lambda: compiled(features), lambda: plain_inference(model, features))
 
 
 def _encode(encoder, inputs, training, xla_encoder=None):
     """The encoder's float32 outputs; inference on a batch of one runs `xla_encoder` when
-    given (`xla_inference`). The input checks stay outside it."""
+    given (`xla_inference`). The input checks stay outside it. Inference computes the batch
+    cut to its longest sequence (rounded up to 16) and the real tokens only, and returns zeros
+    at the padding positions beyond."""
     features = _check_inputs(encoder, {name: inputs[name] for name in INPUT_NAMES})
     if training:
         outputs = encoder(features, training=True)
     else:
+        seq_length = tf.shape(features["input_word_ids"])[1]
+        features, _ = cut_to_longest(features, seq_length)
         outputs = run_inference(encoder, features, xla_encoder)
+        outputs = {"pooled_output": outputs["pooled_output"],
+                   "sequence_output": pad_positions(outputs["sequence_output"], seq_length),
+                   "encoder_outputs": [pad_positions(output, seq_length)
+                                       for output in outputs["encoder_outputs"]]}
     outputs = _float32({"pooled_output": outputs["pooled_output"],
                         "sequence_output": outputs["sequence_output"],
                         "encoder_outputs": list(outputs["encoder_outputs"])})
     outputs["default"] = outputs["pooled_output"]
     return outputs
+
+
+class _ZeroPaddingEncoder:
+    """The encoder computing every position, its per-position outputs zero at padding, as
+    `plain_inference` returns them: what the XLA-compiled copy runs (the product fuses)."""
+
+    def __init__(self, encoder):
+        self._encoder = encoder
+
+    def __call__(self, features, training=False):
+        outputs = dict(self._encoder(features, training=training))
+        real = tf.cast(features["input_mask"], outputs["sequence_output"].dtype)[:, :, None]
+        outputs["sequence_output"] = outputs["sequence_output"] * real
+        outputs["encoder_outputs"] = [output * real for output in outputs["encoder_outputs"]]
+        return outputs
 
 
 class MaskedLMModule(_Exportable):
@@ -243,7 +280,8 @@ class EncoderModule(_Exportable):
         super().__init__()
         object.__setattr__(self, "_encoder", encoder)
         object.__setattr__(self, "_mlm_head", mlm_head)
-        object.__setattr__(self, "_xla_encoder", xla_inference(encoder, xla_batch_1))
+        object.__setattr__(self, "_xla_encoder",
+                           xla_inference(_ZeroPaddingEncoder(encoder), xla_batch_1))
         for training in (False, True):
             self.__call__.get_concrete_function(encoder_input_spec(), training=training)
         self.serve.get_concrete_function()

@@ -80,7 +80,8 @@ import os
 import tensorflow as tf
 
 from bert_keras.export.classification_serving import ClassificationServing
-from bert_keras.export.encoder_export import _Exportable, dtype_policy, run_inference, xla_inference
+from bert_keras.export.encoder_export import (_Exportable, dtype_policy, plain_inference,
+                                             run_inference, xla_inference)
 from bert_keras.export.multiple_choice_serving import MultipleChoiceServing
 from bert_keras.export.ner_serving import NerServing
 from bert_keras.export.raw_text import NEG_INF, TaskExportError, cut_to_longest, pad_positions
@@ -102,8 +103,9 @@ MAX_CONSTANT_BYTES = 1_500_000_000
 
 
 class ConstantWeightsModel:
-    """A Keras model's inference call (`training=False`) with its weights folded into the graph
-    as constants, and the model's `head`; what `TaskModule` runs when exporting.
+    """A Keras model's inference call (`plain_inference`: `training=False`, the real tokens
+    only) with its weights folded into the graph as constants, and the model's `head`; what
+    `TaskModule` runs when exporting.
 
     Called like the model on a dict of its inputs; returns the model's outputs.
 
@@ -127,7 +129,7 @@ class ConstantWeightsModel:
         self._names = sorted(model.input)
         specs = [tf.TensorSpec(model.input[name].shape, model.input[name].dtype, name=name)
                  for name in self._names]
-        call = tf.function(lambda *inputs: model(dict(zip(self._names, inputs)), training=False),
+        call = tf.function(lambda *inputs: plain_inference(model, dict(zip(self._names, inputs))),
                            input_signature=specs)
         concrete = call.get_concrete_function()
         self._structure = concrete.structured_outputs

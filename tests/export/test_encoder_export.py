@@ -157,18 +157,20 @@ def test_encoder_matches_in_memory_model_and_numpy_bert(exports, float32_results
     inputs, positions = _inputs()
     expected, expected_mlm = _reference(exports["config"], exports["weights"], inputs, positions)
     got = float32_results["inference"]
-    for name in ("pooled_output", "sequence_output"):
-        assert np.abs(got[name] - expected[name]).max() <= 1e-5, name
+    real = inputs["input_mask"].astype(bool)  # inference computes the real tokens only
+    assert np.abs(got["pooled_output"] - expected["pooled_output"]).max() <= 1e-5
+    assert np.abs(got["sequence_output"][real] - expected["sequence_output"][real]).max() <= 1e-5
     assert len(got["encoder_outputs"]) == 2
     for layer, want in zip(got["encoder_outputs"], expected["encoder_outputs"]):
-        assert np.abs(layer - want).max() <= 1e-5
+        assert np.abs(layer[real] - want[real]).max() <= 1e-5
+        assert not layer[~real].any()  # zeros at padding positions
     np.testing.assert_array_equal(got["encoder_outputs"][-1], got["sequence_output"])
     np.testing.assert_array_equal(got["default"], got["pooled_output"])
     assert np.abs(float32_results["mlm_logits"] - expected_mlm).max() <= 1e-5
     # Independent reference: the paper's forward pass in float64 NumPy.
     sequence, pooled, _ = numpy_bert(exports["weights"], exports["config"], inputs["input_word_ids"],
                                      inputs["input_mask"], inputs["input_type_ids"])
-    assert np.abs(got["sequence_output"] - sequence).max() < 1e-4
+    assert np.abs(got["sequence_output"][real] - sequence[real]).max() < 1e-4
     assert np.abs(got["pooled_output"] - pooled).max() < 1e-4
     # The default of `training` is False, and the serve endpoint is the inference function.
     np.testing.assert_array_equal(float32_results["default_call"]["pooled_output"],
@@ -232,15 +234,19 @@ def test_mixed_bfloat16_model_exports_exact_float32_and_optional_bfloat16(export
     inputs, positions = _inputs()
     expected, _ = _reference(exports["bf16_config"], exports["bf16_weights"], inputs, positions)
     results = loaded["from_bf16"]
+    real = inputs["input_mask"].astype(bool)
     for name in ("pooled_output", "sequence_output"):
-        assert np.abs(results["inference"][name] - expected[name]).max() <= 1e-5
+        got, want = results["inference"][name], expected[name]
+        if name == "sequence_output":
+            got, want = got[real], want[real]
+        assert np.abs(got - want).max() <= 1e-5
     assert "bfloat16" not in results["graph_dtypes"]
     bf16 = loaded["bf16"]
     assert bf16["output_dtypes"] == ["float32"]
     assert "bfloat16" in bf16["graph_dtypes"]
     assert "mlm_logits" not in bf16
     got = bf16["inference"]
-    assert np.abs(got["sequence_output"] - expected["sequence_output"]).max() < 0.1
+    assert np.abs(got["sequence_output"][real] - expected["sequence_output"][real]).max() < 0.1
     assert np.abs(got["pooled_output"] - expected["pooled_output"]).max() < 0.05
 
 

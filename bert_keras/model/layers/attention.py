@@ -61,7 +61,8 @@ class SelfAttention(keras.layers.Layer):
         from `attention_mask_from_input_mask`.
     Returns:
       float [batch, seq_length, hidden_size] (before the output dense's residual and layer norm,
-      which `TransformerBlock` applies).
+      which `TransformerBlock` applies). `attend_rows` takes and returns the flattened rows, or
+      the real tokens' rows only (`unpadding`).
 
     Example:
 
@@ -106,14 +107,42 @@ class SelfAttention(keras.layers.Layer):
 
     def call(self, hidden_states, attention_mask, training=None):
         batch, seq_length = ops.shape(hidden_states)[0], ops.shape(hidden_states)[1]
-        # Projections on [batch * seq, hidden]: one MatMul each, fused with its bias add.
-        flat = ops.reshape(hidden_states, (-1, self.hidden_size))
-        if self.attention_implementation == "fused":
-            return self._fused(flat, attention_mask, batch, seq_length)
-        query = self._split_heads(self.query(flat), batch, seq_length)  # [b, n, s, d]
-        key = self._split_heads(self.key(flat), batch, seq_length)  # [b, n, s, d]
-        value = self._split_heads(self.value(flat), batch, seq_length)  # [b, n, s, d]
+        rows = ops.reshape(hidden_states, (-1, self.hidden_size))
+        context = self.attend_rows(rows, attention_mask, batch, seq_length, training=training)
+        return ops.reshape(context, (batch, seq_length, self.hidden_size))
 
+    def attend_rows(self, rows, attention_mask, batch, seq_length, training=None,
+                    real_tokens=None):
+        """Attention on the flattened rows of a batch, what `TransformerBlock` calls.
+
+        Args:
+          rows: float [batch * seq_length, hidden_size], or the real tokens' rows [tokens,
+            hidden_size] with `real_tokens` (an `unpadding.RealTokens`).
+          attention_mask: as for `call`.
+          batch, seq_length: the padded batch's shape.
+        Returns:
+          float, the shape of `rows`.
+        """
+        # Projections on [rows, hidden]: one MatMul each, fused with its bias add.
+        if self.attention_implementation == "fused":
+            context = self._fused(rows, attention_mask, batch, seq_length, real_tokens)
+        else:
+            context = self._softmax(rows, attention_mask, batch, seq_length, real_tokens, training)
+        context = ops.reshape(context, (-1, self.hidden_size))  # [batch * seq, hidden]
+        return context if real_tokens is None else real_tokens.gather(context)
+
+    def _projections(self, flat, real_tokens):
+        """The query, key and value rows [batch * seq, hidden] (zeros at padding positions when
+        `flat` holds the real tokens only)."""
+        projections = [layer(flat) for layer in (self.query, self.key, self.value)]
+        if real_tokens is None:
+            return projections
+        padded = real_tokens.scatter(ops.concatenate(projections, axis=-1))  # one gather
+        return ops.split(padded, 3, axis=-1)
+
+    def _softmax(self, flat, attention_mask, batch, seq_length, real_tokens, training):
+        query, key, value = (self._split_heads(x, batch, seq_length)  # [b, n, s, d] each
+                             for x in self._projections(flat, real_tokens))
         query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
         attention_scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # [b, n, s, s]
         attention_scores = ops.cast(attention_scores, "float32") + ops.cast(attention_mask, "float32")
@@ -125,10 +154,9 @@ class SelfAttention(keras.layers.Layer):
         context = ops.transpose(context, (0, 2, 1, 3))  # [b, s, n, d]
         return ops.reshape(context, (batch, seq_length, self.hidden_size))  # [b, s, hidden]
 
-    def _fused(self, flat, attention_mask, batch, seq_length):
+    def _fused(self, flat, attention_mask, batch, seq_length, real_tokens):
         heads = (batch, seq_length, self.num_heads, self.head_size)  # the layout it takes
-        query, key, value = (ops.reshape(layer(flat), heads)
-                             for layer in (self.query, self.key, self.value))
+        query, key, value = (ops.reshape(x, heads) for x in self._projections(flat, real_tokens))
         # cuDNN takes a bias of the scores' [.., seq, seq] shape, in the inputs' dtype.
         bias = ops.broadcast_to(ops.cast(attention_mask, self.compute_dtype),
                                 (batch, 1, seq_length, seq_length))

@@ -7,6 +7,7 @@ from bert_keras.model.layers.activations import get_activation
 from bert_keras.model.layers.attention import SelfAttention
 from bert_keras.model.layers.dense import Dense
 from bert_keras.model.layers.dropout import Dropout
+from bert_keras.model.layers.unpadding import RealTokens, takes_unpadded_path
 
 
 class TransformerBlock(keras.layers.Layer):
@@ -19,7 +20,8 @@ class TransformerBlock(keras.layers.Layer):
       hidden_states: float [batch, seq_length, hidden_size].
       attention_mask: float32 additive bias, see `attention_mask_from_input_mask`.
     Returns:
-      float [batch, seq_length, hidden_size].
+      float [batch, seq_length, hidden_size]. Inside `unpadding.unpadded_inference()`, inference
+      computes the real positions only and returns zeros at padding positions.
 
     Example:
 
@@ -77,18 +79,25 @@ class TransformerBlock(keras.layers.Layer):
 
     def call(self, hidden_states, attention_mask, training=None):
         shape = ops.shape(hidden_states)
-        attention = self.attention(hidden_states, attention_mask, training=training)
-        # The dense layers see [batch * seq, hidden]: on 2-D inputs a Dense is one MatMul, which
+        # The dense layers see [rows, hidden]: on 2-D inputs a Dense is one MatMul, which
         # TensorFlow fuses with its bias add and GELU (on 3-D inputs reshapes come between).
-        attention = ops.reshape(attention, (-1, self.hidden_size))
+        # The rows are batch * seq, or only the real tokens' (`unpadding`).
         hidden_states = ops.reshape(hidden_states, (-1, self.hidden_size))
+        real_tokens = RealTokens(attention_mask) if takes_unpadded_path(training) else None
+        if real_tokens is not None:
+            hidden_states = real_tokens.gather(hidden_states)  # [tokens, hidden]
+        attention = self.attention.attend_rows(hidden_states, attention_mask, shape[0], shape[1],
+                                               training=training, real_tokens=real_tokens)
         attention = self.dropout(self.attention_output(attention), training=training)
         attention_output = self.attention_layer_norm(hidden_states + attention)
 
         activation = self.training_activation if training else self.activation
-        intermediate_output = activation(self.intermediate(attention_output))  # [b * s, intermediate]
+        intermediate_output = activation(self.intermediate(attention_output))  # [rows, intermediate]
         layer_output = self.dropout(self.output_dense(intermediate_output), training=training)
-        return ops.reshape(self.output_layer_norm(attention_output + layer_output), shape)
+        layer_output = self.output_layer_norm(attention_output + layer_output)  # [rows, hidden]
+        if real_tokens is not None:
+            layer_output = real_tokens.scatter(layer_output)
+        return ops.reshape(layer_output, shape)
 
     def compute_output_shape(self, hidden_states_shape, attention_mask_shape=None):
         return tuple(hidden_states_shape)

@@ -1,0 +1,96 @@
+"""Inference on the real tokens only ("unpadding"), for served batches of mixed lengths.
+
+A batch padded to its longest sequence (or to a fixed `seq_length`) spends most of an encoder
+layer's time in the dense projections of padding positions, whose outputs nobody reads: in a
+post-layer-norm Transformer every matmul but attention's two acts on one position at a time. In
+the scope of `unpadded_inference()`, a `TransformerBlock` called with `training=False` on the
+TensorFlow backend runs its dense layers, GELU and layer norms on the [tokens, hidden] rows of
+the real positions only; attention scatters its query, key and value rows back to the padded
+[batch, seq_length] layout (zeros at padding) and gathers the context of the real rows again.
+The outputs at real positions are those of the padded computation (to float32 rounding: other
+matmul shapes); the outputs at padding positions are zeros.
+
+The exports enter this scope for their plain-graph inference (`bert_keras.export`). It needs
+tensors of a data-dependent size, so XLA-compiled calls (`jit_compile`) must not enter it; it
+is off on the JAX backend, in training and outside the scope, where the layers compute every
+position.
+
+Example:
+
+>>> import numpy as np
+>>> from bert_keras.model.layers import TransformerBlock, attention_mask_from_input_mask
+>>> block = TransformerBlock(num_heads=2, hidden_size=8, intermediate_size=32)
+>>> hidden = np.random.default_rng(0).normal(size=(2, 3, 8)).astype("float32")
+>>> mask = attention_mask_from_input_mask(np.array([[1, 1, 1], [1, 0, 0]], "int32"))
+>>> padded = np.asarray(block(hidden, mask, training=False))
+>>> with unpadded_inference():
+...     unpadded = np.asarray(block(hidden, mask, training=False))
+>>> bool(np.allclose(unpadded[0], padded[0], atol=1e-5)), bool(np.allclose(unpadded[1, 0], padded[1, 0], atol=1e-5))
+(True, True)
+>>> unpadded[1, 1:].tolist() == np.zeros((2, 8)).tolist()  # padding positions
+True
+"""
+
+import contextlib
+import threading
+
+import keras
+
+_SCOPE = threading.local()
+
+
+@contextlib.contextmanager
+def unpadded_inference(enabled=True):
+    """Within this scope, inference of `TransformerBlock`s on TensorFlow computes the real
+    tokens only (module docstring). Nests; `enabled=False` turns it off inside an outer scope."""
+    previous = getattr(_SCOPE, "enabled", False)
+    _SCOPE.enabled = bool(enabled)
+    try:
+        yield
+    finally:
+        _SCOPE.enabled = previous
+
+
+def takes_unpadded_path(training):
+    """Whether a layer called now with `training` computes the real tokens only: inference on
+    the TensorFlow backend inside `unpadded_inference()`. An XLA-compiled call must not enter
+    the scope (its shapes are fixed at compilation)."""
+    return (not training and getattr(_SCOPE, "enabled", False)
+            and keras.backend.backend() == "tensorflow")
+
+
+class RealTokens:
+    """Where the real tokens of a padded batch are, from the encoder's attention bias.
+
+    Args:
+      attention_mask: float32 additive bias [batch, 1, 1 or seq_length, seq_length] from
+        `attention_mask_from_input_mask` (0 where a key position is real).
+    Attributes:
+      indices: int32 [tokens], the real positions' rows in the flattened [batch * seq_length].
+      rows: int32 [batch * seq_length], each position's row in the [tokens] rows, or `tokens`
+        (one past the last) for padding, which `scatter` fills with zeros.
+    """
+
+    def __init__(self, attention_mask):
+        import tensorflow as tf
+
+        bias = tf.convert_to_tensor(attention_mask)
+        # A key is real when some query may see it (the last query row, when causal).
+        real = tf.reshape(tf.equal(tf.reduce_max(bias, axis=[1, 2]), 0.0), [-1])  # [b * s]
+        self.indices = tf.cast(tf.reshape(tf.where(real), [-1]), tf.int32)
+        count = tf.size(self.indices)
+        self.rows = tf.where(real, tf.cumsum(tf.cast(real, tf.int32), exclusive=True), count)
+
+    def gather(self, flat):
+        """[batch * seq_length, width] -> [tokens, width]."""
+        import tensorflow as tf
+
+        return tf.gather(flat, self.indices)
+
+    def scatter(self, tokens):
+        """[tokens, width] -> [batch * seq_length, width], zeros at padding positions."""
+        import tensorflow as tf
+
+        zeros = tf.zeros([1, tf.shape(tokens)[1]], tokens.dtype)
+        padded = tf.concat([tokens, zeros], axis=0)  # row `tokens` (one past the last): zeros
+        return tf.gather(padded, self.rows)
