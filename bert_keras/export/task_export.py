@@ -133,7 +133,8 @@ class ConstantWeightsModel:
                            input_signature=specs)
         concrete = call.get_concrete_function()
         self._structure = concrete.structured_outputs
-        self._frozen = convert_variables_to_constants_v2(concrete)
+        # Functional `If`s kept (not lowered to Switch and Merge): the XLA copy compiles them.
+        self._frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=False)
 
     def __call__(self, features, training=False):
         del training  # inference only

@@ -137,8 +137,7 @@ class SelfAttention(keras.layers.Layer):
         projections = [layer(flat) for layer in (self.query, self.key, self.value)]
         if real_tokens is None:
             return projections
-        padded = real_tokens.scatter(ops.concatenate(projections, axis=-1))  # one gather
-        return ops.split(padded, 3, axis=-1)
+        return [real_tokens.scatter(x) for x in projections]
 
     def _softmax(self, flat, attention_mask, batch, seq_length, real_tokens, training):
         query, key, value = (self._split_heads(x, batch, seq_length)  # [b, n, s, d] each

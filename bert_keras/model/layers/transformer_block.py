@@ -21,7 +21,8 @@ class TransformerBlock(keras.layers.Layer):
       attention_mask: float32 additive bias, see `attention_mask_from_input_mask`.
     Returns:
       float [batch, seq_length, hidden_size]. Inside `unpadding.unpadded_inference()`, inference
-      computes the real positions only and returns zeros at padding positions.
+      on a batch with enough padding computes the real positions only and returns zeros at
+      padding positions.
 
     Example:
 
@@ -81,23 +82,32 @@ class TransformerBlock(keras.layers.Layer):
         shape = ops.shape(hidden_states)
         # The dense layers see [rows, hidden]: on 2-D inputs a Dense is one MatMul, which
         # TensorFlow fuses with its bias add and GELU (on 3-D inputs reshapes come between).
-        # The rows are batch * seq, or only the real tokens' (`unpadding`).
-        hidden_states = ops.reshape(hidden_states, (-1, self.hidden_size))
-        real_tokens = RealTokens(attention_mask) if takes_unpadded_path(training) else None
-        if real_tokens is not None:
-            hidden_states = real_tokens.gather(hidden_states)  # [tokens, hidden]
-        attention = self.attention.attend_rows(hidden_states, attention_mask, shape[0], shape[1],
+        rows = ops.reshape(hidden_states, (-1, self.hidden_size))  # [batch * seq, hidden]
+        if not takes_unpadded_path(training):
+            return ops.reshape(self._layer(rows, attention_mask, shape, training), shape)
+        import tensorflow as tf
+
+        # Inference on the real tokens' rows only, where padding is worth skipping (`unpadding`).
+        real_tokens = RealTokens(attention_mask)
+        output = tf.cond(
+            real_tokens.worthwhile,
+            lambda: real_tokens.scatter(self._layer(real_tokens.gather(rows), attention_mask,
+                                                    shape, training, real_tokens)),
+            lambda: real_tokens.zero_padding(self._layer(rows, attention_mask, shape, training)))
+        return ops.reshape(output, shape)
+
+    def _layer(self, rows, attention_mask, shape, training, real_tokens=None):
+        """The layer on rows [rows, hidden] of the [batch, seq] `shape` (or on the real tokens'
+        rows, with `real_tokens`) -> [rows, hidden]."""
+        attention = self.attention.attend_rows(rows, attention_mask, shape[0], shape[1],
                                                training=training, real_tokens=real_tokens)
         attention = self.dropout(self.attention_output(attention), training=training)
-        attention_output = self.attention_layer_norm(hidden_states + attention)
+        attention_output = self.attention_layer_norm(rows + attention)
 
         activation = self.training_activation if training else self.activation
         intermediate_output = activation(self.intermediate(attention_output))  # [rows, intermediate]
         layer_output = self.dropout(self.output_dense(intermediate_output), training=training)
-        layer_output = self.output_layer_norm(attention_output + layer_output)  # [rows, hidden]
-        if real_tokens is not None:
-            layer_output = real_tokens.scatter(layer_output)
-        return ops.reshape(layer_output, shape)
+        return self.output_layer_norm(attention_output + layer_output)
 
     def compute_output_shape(self, hidden_states_shape, attention_mask_shape=None):
         return tuple(hidden_states_shape)

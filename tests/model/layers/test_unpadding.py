@@ -73,10 +73,17 @@ def test_masks_that_are_not_a_prefix_causal_attention_and_the_fused_implementati
     assert np.abs(unpadded["sequence_output"][real] - padded["sequence_output"][real]).max() <= 1e-5
 
 
-def test_eager_calls_and_a_batch_without_padding():
-    features = _batch(lengths=(12, 12), seed=2)
-    padded, unpadded = _both(_encoder(), features, compiled=False)
-    assert np.abs(unpadded["sequence_output"] - padded["sequence_output"]).max() <= 1e-5
+def test_eager_calls_and_batches_with_little_or_no_padding():
+    """Above `MAX_REAL_SHARE` real positions every row is computed, and padding still zeroed."""
+    encoder = _encoder()
+    for lengths in ((12, 12), (12, 12, 12, 11), (12, 3)):
+        features = _batch(lengths=lengths, seed=2)
+        real = features["input_mask"].astype(bool)
+        for compiled in (False, True):
+            padded, unpadded = _both(encoder, features, compiled=compiled)
+            got, want = unpadded["sequence_output"], padded["sequence_output"]
+            assert np.abs(got[real] - want[real]).max() <= 1e-5
+            assert not got[~real].any()
 
 
 def test_a_row_of_padding_only():
@@ -110,13 +117,14 @@ def test_training_and_outside_the_scope_compute_every_position():
 def test_real_tokens_gather_and_scatter_rows():
     mask = attention_mask_from_input_mask(np.array([[1, 0, 1], [0, 1, 0]], "int32"))
     tokens = RealTokens(mask)
-    assert tokens.indices.numpy().tolist() == [0, 2, 4]
-    assert tokens.rows.numpy().tolist() == [0, 3, 1, 3, 2, 3]
+    assert tokens.indices.numpy().ravel().tolist() == [0, 2, 4]
+    assert bool(tokens.worthwhile)  # 3 of 6 positions
     rows = tf.reshape(tf.range(12, dtype=tf.float32), [6, 2])
     gathered = tokens.gather(rows)
     assert gathered.numpy().tolist() == [[0, 1], [4, 5], [8, 9]]
     assert tokens.scatter(gathered).numpy().tolist() == [[0, 1], [0, 0], [4, 5], [0, 0],
                                                          [8, 9], [0, 0]]
+    assert tokens.zero_padding(rows).numpy().tolist() == tokens.scatter(gathered).numpy().tolist()
 
 
 def test_xla_compiled_calls_that_leave_the_scope_off_match():
