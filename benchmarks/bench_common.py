@@ -29,7 +29,8 @@ ISA_CAPS = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY",
 
 
 def cpu_description():
-    """CPU model, core count and the bf16-relevant ISA flags (avx512_bf16, amx_bf16)."""
+    """CPU model, core count and the ISA flags that decide the kernels (avx2, avx512f, the
+    bf16-relevant avx512_bf16 and amx_bf16)."""
     model, flags = platform.processor() or "unknown", set()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
@@ -40,7 +41,7 @@ def cpu_description():
                     flags = set(line.split(":", 1)[1].split())
     except OSError:
         pass
-    wanted = ("avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16")
+    wanted = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16")
     description = {"cpu": model, "cores": os.cpu_count(),
                    "isa": [flag for flag in wanted if flag in flags],
                    "amx": "amx_bf16" in flags}

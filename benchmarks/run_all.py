@@ -37,6 +37,8 @@ def commands(quick, wikitext_dir, glue_dir, gpu_peak_tflops=None, model_dir=None
         # Our exports with and without --xla_batch_1, HF PyTorch and ONNX Runtime, each runtime
         # in a process of its own.
         [python, os.path.join(HERE, "bench_end_to_end.py"), "--plain_graph_too"],
+        # Batch 1's floor: the encoder's matmuls alone at a few rows, per runtime.
+        [python, os.path.join(HERE, "bench_small_matmuls.py")],
         [python, os.path.join(HERE, "bench_pretraining_step.py")]
         + (["--models=small:16"] if quick else []),
         [python, os.path.join(HERE, "profile_ops.py")],
