@@ -92,3 +92,43 @@ def build_encoder(config, causal=None, dtype=None, name="bert_encoder",
     outputs = {"sequence_output": hidden_states, "pooled_output": pooled_output,
                "encoder_outputs": encoder_outputs}
     return keras.Model(inputs, outputs, name=name)
+
+
+def sequence_output_at(encoder, inputs, positions, training=None):
+    """An encoder's `sequence_output` at `positions` only, its last layer computing those rows.
+
+    The same values as `encoder(inputs)["sequence_output"]` gathered at `positions` (to float
+    rounding: the matmuls have other shapes), from the same layers and weights. The last
+    layer's keys and values still cover every position, but its query projection, attention
+    output, feed-forward layers and layer norms run on [batch * count] rows instead of
+    [batch * seq_length]: pre-training, whose losses read only the masked positions (and the
+    first, for next-sentence prediction), saves most of a layer's work (BERT-small at 128 tokens
+    and 20 predictions: about 15% of the step's matmuls).
+
+    Args:
+      encoder: a model from `build_encoder`.
+      inputs: its inputs, a dict of int32 [batch, seq_length] (symbolic or not).
+      positions: int32 [batch, count].
+    Returns:
+      float [batch, count, hidden_size].
+
+    Example:
+
+    >>> import numpy as np, bert_keras
+    >>> encoder = bert_keras.build_encoder(bert_keras.BertConfig.from_preset("tiny", vocab_size=100))
+    >>> ids = np.array([[2, 7, 9, 3, 0]], "int32")
+    >>> inputs = {"input_word_ids": ids, "input_mask": (ids > 0).astype("int32"),
+    ...           "input_type_ids": np.zeros_like(ids)}
+    >>> at = sequence_output_at(encoder, inputs, np.array([[0, 2]], "int32"))
+    >>> whole = np.asarray(encoder(inputs)["sequence_output"])[:, [0, 2]]
+    >>> at.shape, bool(np.allclose(at, whole, atol=1e-5))
+    (TensorShape([1, 2, 128]), True)
+    """
+    kwargs = {} if training is None else {"training": training}
+    hidden_states = encoder.get_layer("embeddings")(
+        inputs["input_word_ids"], inputs["input_type_ids"], **kwargs)
+    attention_mask = encoder.get_layer("attention_mask")(inputs["input_mask"])
+    blocks = [layer for layer in encoder.layers if isinstance(layer, TransformerBlock)]
+    for block in blocks[:-1]:
+        hidden_states = block(hidden_states, attention_mask, **kwargs)
+    return blocks[-1](hidden_states, attention_mask, positions, **kwargs)

@@ -19,7 +19,8 @@ class MaskedLMHead(keras.layers.Layer):
         are the output projection.
     Call arguments:
       sequence_output: float [batch, seq_length, hidden_size].
-      masked_lm_positions: int32 [batch, max_predictions_per_seq].
+      masked_lm_positions: int32 [batch, max_predictions_per_seq]; None when `sequence_output`
+        holds the masked positions' rows already, [batch, max_predictions_per_seq, hidden_size].
     Returns:
       mlm_logits: float32 [batch, max_predictions_per_seq, vocab_size].
 
@@ -57,9 +58,11 @@ class MaskedLMHead(keras.layers.Layer):
                                            initializer="zeros")
         self.built = True
 
-    def call(self, sequence_output, masked_lm_positions, training=None):
-        positions = ops.cast(masked_lm_positions, "int32")
-        gathered = ops.take_along_axis(sequence_output, positions[:, :, None], axis=1)  # [b, p, hidden]
+    def call(self, sequence_output, masked_lm_positions=None, training=None):
+        gathered = sequence_output  # [b, p, hidden]
+        if masked_lm_positions is not None:
+            positions = ops.cast(masked_lm_positions, "int32")
+            gathered = ops.take_along_axis(sequence_output, positions[:, :, None], axis=1)
         hidden = self.layer_norm(self.transform(gathered))  # [b, p, hidden]
         word_embeddings = ops.cast(self.embeddings.word_embeddings, hidden.dtype)  # [vocab, hidden]
         if training and keras.backend.backend() == "tensorflow":
@@ -68,8 +71,9 @@ class MaskedLMHead(keras.layers.Layer):
             logits = ops.matmul(hidden, ops.transpose(word_embeddings))  # [b, p, vocab]
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
-    def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape):
-        return (masked_lm_positions_shape[0], masked_lm_positions_shape[1], self.vocab_size)
+    def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape=None):
+        rows = masked_lm_positions_shape or sequence_output_shape
+        return (rows[0], rows[1], self.vocab_size)
 
     def get_config(self):
         config = super().get_config()

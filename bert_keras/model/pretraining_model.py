@@ -1,9 +1,10 @@
 """The BERT pre-training model: encoder + masked LM head + next-sentence head."""
 
 import keras
+from keras import ops
 
 from bert_keras.model import checkpoint_names
-from bert_keras.model.encoder import build_encoder, encoder_inputs
+from bert_keras.model.encoder import build_encoder, encoder_inputs, sequence_output_at
 from bert_keras.model.pretraining_heads import MaskedLMHead, NextSentenceHead
 
 
@@ -17,6 +18,8 @@ def build_pretraining_model(config, encoder=None, causal=None, next_sentence=Tru
     `next_sentence=False` (the paper's "No NSP" ablation), `next_sentence_logits` float32 [batch, 2].
     `causal`: the encoder's attention mask (see `build_encoder`; None: the config's).
     `attention_implementation`: "softmax" or "fused", see `build_encoder`.
+    The encoder's last layer computes only the rows the heads read (`sequence_output_at`); the
+    weights are the encoder's, in `model.encoder`.
 
     Example:
 
@@ -30,15 +33,23 @@ def build_pretraining_model(config, encoder=None, causal=None, next_sentence=Tru
     inputs = encoder_inputs()
     inputs["masked_lm_positions"] = keras.Input(shape=(None,), dtype="int32",
                                                 name="masked_lm_positions")
-    encoder_outputs = encoder({name: inputs[name] for name in encoder.input})
+    # The losses read the last layer at the masked positions (and the first, for next-sentence
+    # prediction): it computes only those rows (`sequence_output_at`).
+    positions = inputs["masked_lm_positions"]
+    if next_sentence:
+        positions = ops.concatenate([ops.zeros_like(positions[:, :1]), positions], axis=1)
+    sequence_output = sequence_output_at(encoder, inputs, positions)  # [b, (1 +) p, hidden]
     mlm_head = MaskedLMHead(encoder.get_layer("embeddings"), hidden_act=config.hidden_act,
                             initializer_range=config.initializer_range,
                             layer_norm_eps=config.layer_norm_eps, name="masked_lm", dtype=dtype)
-    outputs = {"mlm_logits": mlm_head(encoder_outputs["sequence_output"], inputs["masked_lm_positions"])}
-    if next_sentence:
+    if not next_sentence:
+        outputs = {"mlm_logits": mlm_head(sequence_output)}
+    else:
+        outputs = {"mlm_logits": mlm_head(sequence_output[:, 1:])}
         nsp_head = NextSentenceHead(config.hidden_size, config.initializer_range,
                                     name="next_sentence", dtype=dtype)
-        outputs["next_sentence_logits"] = nsp_head(encoder_outputs["pooled_output"])
+        pooled_output = encoder.get_layer("pooler")(sequence_output)  # from position 0
+        outputs["next_sentence_logits"] = nsp_head(pooled_output)
     model = keras.Model(inputs, outputs, name="bert_pretraining")
     model.encoder = encoder
     return model

@@ -1,8 +1,10 @@
 """The masked LM and next-sentence heads against the original computation in NumPy."""
 
+import dataclasses
 import math
 
 import numpy as np
+import pytest
 
 import bert_keras
 from bert_keras.model import checkpoint_names
@@ -61,3 +63,56 @@ def test_no_next_sentence_ablation():
     model = bert_keras.build_pretraining_model(CONFIG, next_sentence=False, causal=True)
     assert list(model.output) == ["mlm_logits"]
     assert not any(name.startswith("cls/seq_relationship") for name in pretraining_weight_map(model))
+
+
+@pytest.mark.parametrize("next_sentence,causal,implementation", [
+    (True, False, "softmax"), (False, True, "softmax"), (True, True, "fused")])
+def test_the_last_layer_at_the_read_positions_trains_as_the_whole_encoder(
+        next_sentence, causal, implementation):
+    # The pre-training model computes its last layer at the masked positions (and the first)
+    # only: the same logits and the same gradients for every weight as the whole encoder's
+    # sequence output gathered there (dropout off, so that the two compare).
+    import tensorflow as tf
+    config = dataclasses.replace(CONFIG, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = bert_keras.build_pretraining_model(config, causal=causal, next_sentence=next_sentence,
+                                               attention_implementation=implementation)
+    shapes = dict(checkpoint_names.encoder_weight_shapes(config))
+    shapes.update(checkpoint_names.pretraining_head_shapes(config))
+    arrays = random_weights(shapes, seed=3, scale=0.2)
+    checkpoint_names.assign_weights(pretraining_weight_map(model), arrays)
+    rng = np.random.default_rng(1)
+    ids = rng.integers(5, 50, (3, 12)).astype(np.int32)
+    mask = np.ones_like(ids)
+    mask[1, 7:] = 0
+    inputs = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": (ids % 2).astype(np.int32),
+              "masked_lm_positions": np.array([[1, 4, 11], [2, 6, 0], [9, 3, 5]], np.int32)}
+    upstream = {"mlm_logits": rng.normal(size=(3, 3, 50)), "next_sentence_logits": rng.normal(size=(3, 2))}
+
+    def whole_encoder(training):
+        encoder_outputs = model.encoder({name: inputs[name] for name in model.encoder.input},
+                                        training=training)
+        outputs = {"mlm_logits": model.get_layer("masked_lm")(
+            encoder_outputs["sequence_output"], inputs["masked_lm_positions"])}
+        if next_sentence:
+            outputs["next_sentence_logits"] = model.get_layer("next_sentence")(
+                encoder_outputs["pooled_output"])
+        return outputs
+
+    results = {}
+    for name, forward in (("at positions", lambda training: model(inputs, training=training)),
+                          ("whole", whole_encoder)):
+        with tf.GradientTape() as tape:
+            outputs = forward(True)
+            loss = sum(tf.reduce_sum(outputs[key] * upstream[key]) for key in outputs)
+        gradients = tape.gradient(loss, model.trainable_variables)
+        results[name] = ({key: np.asarray(value) for key, value in forward(False).items()},
+                         [None if g is None else tf.convert_to_tensor(g).numpy() for g in gradients])
+    (outputs, gradients), (reference, reference_gradients) = results["at positions"], results["whole"]
+    assert sorted(outputs) == sorted(reference) == sorted(upstream)[:1 + next_sentence]
+    for key in outputs:
+        np.testing.assert_allclose(outputs[key], reference[key], atol=1e-5, err_msg=key)
+    assert sum(g is not None for g in gradients) >= 30
+    for variable, ours, theirs in zip(model.trainable_variables, gradients, reference_gradients):
+        assert (ours is None) == (theirs is None), variable.path
+        if ours is not None:
+            np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-4, err_msg=variable.path)

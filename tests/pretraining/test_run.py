@@ -276,7 +276,7 @@ def test_mixed_precision_steps(corpus, tmp_path, policy):
     options = make_options(corpus, tmp_path, mixed_precision=policy, num_warmup_steps=0)
     state, weights, result = _one_step(corpus, options, _fixed_batch(corpus))
     assert math.isfinite(float(result["loss"]))
-    assert state.model.get_layer("bert_encoder").get_layer("transformer_layer_0").compute_dtype == policy[6:]
+    assert state.model.encoder.get_layer("transformer_layer_0").compute_dtype == policy[6:]
     assert all(value.dtype == np.float32 for value in weights.values())
 
 

@@ -48,6 +48,13 @@ def attention_mask_from_input_mask(input_mask, causal=False):
     return (1.0 - mask) * _MASK_ADDER
 
 
+def gather_rows(rows, positions, batch, seq_length):
+    """The rows [batch * seq_length, width] at `positions` int32 [batch, count] of each
+    sequence: [batch * count, width]."""
+    offsets = ops.arange(batch, dtype="int32")[:, None] * ops.cast(seq_length, "int32")
+    return ops.take(rows, ops.reshape(ops.cast(positions, "int32") + offsets, (-1,)), axis=0)
+
+
 class SelfAttention(keras.layers.Layer):
     """BERT self-attention: query/key/value projections, per-head softmax, output projection.
 
@@ -112,7 +119,7 @@ class SelfAttention(keras.layers.Layer):
         return ops.reshape(context, (batch, seq_length, self.hidden_size))
 
     def attend_rows(self, rows, attention_mask, batch, seq_length, training=None,
-                    real_tokens=None):
+                    real_tokens=None, positions=None):
         """Attention on the flattened rows of a batch, what `TransformerBlock` calls.
 
         Args:
@@ -120,48 +127,56 @@ class SelfAttention(keras.layers.Layer):
             hidden_size] with `real_tokens` (an `unpadding.RealTokens`).
           attention_mask: as for `call`.
           batch, seq_length: the padded batch's shape.
+          positions: int32 [batch, queries]: attend from these positions only (every position
+            is still a key and a value).
         Returns:
-          float, the shape of `rows`.
+          float, the shape of `rows`, or [batch * queries, hidden_size] with `positions`.
         """
         # Projections on [rows, hidden]: one MatMul each, fused with its bias add.
-        if self.attention_implementation == "fused":
-            context = self._fused(rows, attention_mask, batch, seq_length, real_tokens)
+        key, value = (self._projection(layer, rows, real_tokens) for layer in (self.key, self.value))
+        if positions is None:
+            query, queries = self._projection(self.query, rows, real_tokens), seq_length
         else:
-            context = self._softmax(rows, attention_mask, batch, seq_length, real_tokens, training)
-        context = ops.reshape(context, (-1, self.hidden_size))  # [batch * seq, hidden]
+            query = self.query(gather_rows(rows, positions, batch, seq_length))
+            queries = ops.shape(positions)[1]
+            if ops.shape(attention_mask)[2] != 1:  # a causal mask: the queries' rows of it
+                attention_mask = ops.take_along_axis(attention_mask, positions[:, None, :, None], axis=2)
+        attend = self._fused if self.attention_implementation == "fused" else self._softmax
+        context = attend(query, key, value, attention_mask, batch, queries, seq_length, training)
+        context = ops.reshape(context, (-1, self.hidden_size))  # [batch * queries, hidden]
         return context if real_tokens is None else real_tokens.gather(context)
 
-    def _projections(self, flat, real_tokens):
-        """The query, key and value rows [batch * seq, hidden] (zeros at padding positions when
-        `flat` holds the real tokens only)."""
-        projections = [layer(flat) for layer in (self.query, self.key, self.value)]
-        if real_tokens is None:
-            return projections
-        return [real_tokens.scatter(x) for x in projections]
+    def _projection(self, layer, rows, real_tokens):
+        """A query, key or value projection [batch * seq, hidden] (zeros at padding positions
+        when `rows` holds the real tokens only)."""
+        projection = layer(rows)
+        return projection if real_tokens is None else real_tokens.scatter(projection)
 
-    def _softmax(self, flat, attention_mask, batch, seq_length, real_tokens, training):
-        query, key, value = (self._split_heads(x, batch, seq_length)  # [b, n, s, d] each
-                             for x in self._projections(flat, real_tokens))
+    def _softmax(self, query, key, value, attention_mask, batch, queries, seq_length, training):
+        query = self._split_heads(query, batch, queries)  # [b, n, q, d]
+        key, value = (self._split_heads(x, batch, seq_length) for x in (key, value))  # [b, n, s, d]
         query = query * ops.cast(1.0 / math.sqrt(self.head_size), query.dtype)
-        attention_scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # [b, n, s, s]
+        attention_scores = ops.matmul(query, ops.transpose(key, (0, 1, 3, 2)))  # [b, n, q, s]
         attention_scores = ops.cast(attention_scores, "float32") + ops.cast(attention_mask, "float32")
         attention_probs = ops.softmax(attention_scores, axis=-1)
         attention_probs = ops.cast(attention_probs, self.compute_dtype)
         attention_probs = self.dropout(attention_probs, training=training)
 
-        context = ops.matmul(attention_probs, value)  # [b, n, s, d]
-        context = ops.transpose(context, (0, 2, 1, 3))  # [b, s, n, d]
-        return ops.reshape(context, (batch, seq_length, self.hidden_size))  # [b, s, hidden]
+        context = ops.matmul(attention_probs, value)  # [b, n, q, d]
+        context = ops.transpose(context, (0, 2, 1, 3))  # [b, q, n, d]
+        return ops.reshape(context, (batch, queries, self.hidden_size))  # [b, q, hidden]
 
-    def _fused(self, flat, attention_mask, batch, seq_length, real_tokens):
-        heads = (batch, seq_length, self.num_heads, self.head_size)  # the layout it takes
-        query, key, value = (ops.reshape(x, heads) for x in self._projections(flat, real_tokens))
-        # cuDNN takes a bias of the scores' [.., seq, seq] shape, in the inputs' dtype.
+    def _fused(self, query, key, value, attention_mask, batch, queries, seq_length, training):
+        # The layout it takes: [b, q or s, n, d].
+        query = ops.reshape(query, (batch, queries, self.num_heads, self.head_size))
+        key, value = (ops.reshape(x, (batch, seq_length, self.num_heads, self.head_size))
+                      for x in (key, value))
+        # cuDNN takes a bias of the scores' [.., q, s] shape, in the inputs' dtype.
         bias = ops.broadcast_to(ops.cast(attention_mask, self.compute_dtype),
-                                (batch, 1, seq_length, seq_length))
+                                (batch, 1, queries, seq_length))
         context = ops.dot_product_attention(query, key, value, bias=bias,
                                             scale=1.0 / math.sqrt(self.head_size))
-        return ops.reshape(context, (batch, seq_length, self.hidden_size))  # [b, s, hidden]
+        return ops.reshape(context, (batch, queries, self.hidden_size))  # [b, q, hidden]
 
     def compute_output_shape(self, hidden_states_shape, attention_mask_shape=None):
         return tuple(hidden_states_shape)

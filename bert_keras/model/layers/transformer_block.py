@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from bert_keras.model.layers.activations import get_activation
-from bert_keras.model.layers.attention import SelfAttention
+from bert_keras.model.layers.attention import SelfAttention, gather_rows
 from bert_keras.model.layers.dense import Dense
 from bert_keras.model.layers.dropout import Dropout
 from bert_keras.model.layers.unpadding import RealTokens, takes_unpadded_path
@@ -19,10 +19,13 @@ class TransformerBlock(keras.layers.Layer):
     Call arguments:
       hidden_states: float [batch, seq_length, hidden_size].
       attention_mask: float32 additive bias, see `attention_mask_from_input_mask`.
+      positions: optional int32 [batch, count]: compute the layer's output at these positions
+        only (each still attends to every position), as pre-training does in the last layer,
+        whose other positions no loss reads.
     Returns:
-      float [batch, seq_length, hidden_size]. Inside `unpadding.unpadded_inference()`, inference
-      on a batch with enough padding computes the real positions only and returns zeros at
-      padding positions.
+      float [batch, seq_length, hidden_size], or [batch, count, hidden_size] with `positions`.
+      Inside `unpadding.unpadded_inference()`, inference on a batch with enough padding
+      computes the real positions only and returns zeros at padding positions.
 
     Example:
 
@@ -30,8 +33,12 @@ class TransformerBlock(keras.layers.Layer):
     >>> from bert_keras.model.layers import attention_mask_from_input_mask
     >>> block = TransformerBlock(num_heads=2, hidden_size=8, intermediate_size=32)
     >>> mask = attention_mask_from_input_mask(np.ones((1, 3), "int32"))
-    >>> block(np.ones((1, 3, 8), "float32"), mask).shape
+    >>> hidden = np.random.default_rng(0).normal(size=(1, 3, 8)).astype("float32")
+    >>> block(hidden, mask).shape
     TensorShape([1, 3, 8])
+    >>> at_positions = block(hidden, mask, np.array([[2, 0]], "int32"))  # [1, 2, 8]
+    >>> bool(np.allclose(at_positions, np.asarray(block(hidden, mask))[:, [2, 0]], atol=1e-5))
+    True
     """
 
     def __init__(self, num_heads, hidden_size, intermediate_size, hidden_act="gelu",
@@ -78,11 +85,14 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(hidden)
         self.built = True
 
-    def call(self, hidden_states, attention_mask, training=None):
+    def call(self, hidden_states, attention_mask, positions=None, training=None):
         shape = ops.shape(hidden_states)
         # The dense layers see [rows, hidden]: on 2-D inputs a Dense is one MatMul, which
         # TensorFlow fuses with its bias add and GELU (on 3-D inputs reshapes come between).
         rows = ops.reshape(hidden_states, (-1, self.hidden_size))  # [batch * seq, hidden]
+        if positions is not None:
+            output = self._layer(rows, attention_mask, shape, training, positions=positions)
+            return ops.reshape(output, (shape[0], ops.shape(positions)[1], self.hidden_size))
         if not takes_unpadded_path(training):
             return ops.reshape(self._layer(rows, attention_mask, shape, training), shape)
         import tensorflow as tf
@@ -96,11 +106,15 @@ class TransformerBlock(keras.layers.Layer):
             lambda: real_tokens.zero_padding(self._layer(rows, attention_mask, shape, training)))
         return ops.reshape(output, shape)
 
-    def _layer(self, rows, attention_mask, shape, training, real_tokens=None):
+    def _layer(self, rows, attention_mask, shape, training, real_tokens=None, positions=None):
         """The layer on rows [rows, hidden] of the [batch, seq] `shape` (or on the real tokens'
-        rows, with `real_tokens`) -> [rows, hidden]."""
+        rows, with `real_tokens`) -> [rows, hidden]; with `positions` [batch, count], the
+        layer's output at those positions only, [batch * count, hidden]."""
         attention = self.attention.attend_rows(rows, attention_mask, shape[0], shape[1],
-                                               training=training, real_tokens=real_tokens)
+                                               training=training, real_tokens=real_tokens,
+                                               positions=positions)
+        if positions is not None:  # every position was a key; only these are queries
+            rows = gather_rows(rows, positions, shape[0], shape[1])
         attention = self.dropout(self.attention_output(attention), training=training)
         attention_output = self.attention_layer_norm(rows + attention)
 
@@ -109,7 +123,10 @@ class TransformerBlock(keras.layers.Layer):
         layer_output = self.dropout(self.output_dense(intermediate_output), training=training)
         return self.output_layer_norm(attention_output + layer_output)
 
-    def compute_output_shape(self, hidden_states_shape, attention_mask_shape=None):
+    def compute_output_shape(self, hidden_states_shape, attention_mask_shape=None,
+                             positions_shape=None):
+        if positions_shape is not None:
+            return (hidden_states_shape[0], positions_shape[1], hidden_states_shape[2])
         return tuple(hidden_states_shape)
 
     def get_config(self):
