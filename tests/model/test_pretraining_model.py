@@ -19,12 +19,18 @@ def _gelu(x):
     return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
 
 
-def test_heads_match_the_original_computation():
-    model = bert_keras.build_pretraining_model(CONFIG)
-    shapes = dict(checkpoint_names.encoder_weight_shapes(CONFIG))
-    shapes.update(checkpoint_names.pretraining_head_shapes(CONFIG))
-    arrays = random_weights(shapes, seed=7, scale=0.2)
+def _with_random_weights(config, seed, **kwargs):
+    """A pre-training model and the random weights (by original name) it was given."""
+    model = bert_keras.build_pretraining_model(config, **kwargs)
+    shapes = dict(checkpoint_names.encoder_weight_shapes(config))
+    shapes.update(checkpoint_names.pretraining_head_shapes(config))
+    arrays = random_weights(shapes, seed=seed, scale=0.2)
     checkpoint_names.assign_weights(pretraining_weight_map(model), arrays)
+    return model, arrays
+
+
+def test_heads_match_the_original_computation():
+    model, arrays = _with_random_weights(CONFIG, seed=7)
 
     rng = np.random.default_rng(0)
     ids = rng.integers(5, 50, (2, 12)).astype(np.int32)
@@ -74,12 +80,8 @@ def test_the_last_layer_at_the_read_positions_trains_as_the_whole_encoder(
     # sequence output gathered there (dropout off, so that the two compare).
     import tensorflow as tf
     config = dataclasses.replace(CONFIG, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    model = bert_keras.build_pretraining_model(config, causal=causal, next_sentence=next_sentence,
-                                               attention_implementation=implementation)
-    shapes = dict(checkpoint_names.encoder_weight_shapes(config))
-    shapes.update(checkpoint_names.pretraining_head_shapes(config))
-    arrays = random_weights(shapes, seed=3, scale=0.2)
-    checkpoint_names.assign_weights(pretraining_weight_map(model), arrays)
+    model, _ = _with_random_weights(config, seed=3, causal=causal, next_sentence=next_sentence,
+                                    attention_implementation=implementation)
     rng = np.random.default_rng(1)
     ids = rng.integers(5, 50, (3, 12)).astype(np.int32)
     mask = np.ones_like(ids)
