@@ -119,7 +119,7 @@ class SelfAttention(keras.layers.Layer):
         return ops.reshape(context, (batch, seq_length, self.hidden_size))
 
     def attend_rows(self, rows, attention_mask, batch, seq_length, training=None,
-                    real_tokens=None, positions=None):
+                    real_tokens=None, positions=None, position_rows=None):
         """Attention on the flattened rows of a batch, what `TransformerBlock` calls.
 
         Args:
@@ -129,6 +129,8 @@ class SelfAttention(keras.layers.Layer):
           batch, seq_length: the padded batch's shape.
           positions: int32 [batch, queries]: attend from these positions only (every position
             is still a key and a value).
+          position_rows: the rows at `positions`, [batch * queries, hidden_size], when the
+            caller has gathered them already (`gather_rows`); gathered here otherwise.
         Returns:
           float, the shape of `rows`, or [batch * queries, hidden_size] with `positions`.
         """
@@ -137,7 +139,9 @@ class SelfAttention(keras.layers.Layer):
         if positions is None:
             query, queries = self._projection(self.query, rows, real_tokens), seq_length
         else:
-            query = self.query(gather_rows(rows, positions, batch, seq_length))
+            if position_rows is None:
+                position_rows = gather_rows(rows, positions, batch, seq_length)
+            query = self.query(position_rows)
             queries = ops.shape(positions)[1]
             if ops.shape(attention_mask)[2] != 1:  # a causal mask: the queries' rows of it
                 attention_mask = ops.take_along_axis(attention_mask, positions[:, None, :, None], axis=2)

@@ -95,11 +95,9 @@ class TransformerBlock(keras.layers.Layer):
             return ops.reshape(output, (shape[0], ops.shape(positions)[1], self.hidden_size))
         if not takes_unpadded_path(training):
             return ops.reshape(self._layer(rows, attention_mask, shape, training), shape)
-        import tensorflow as tf
-
         # Inference on the real tokens' rows only, where padding is worth skipping (`unpadding`).
         real_tokens = RealTokens(attention_mask)
-        output = tf.cond(
+        output = ops.cond(
             real_tokens.worthwhile,
             lambda: real_tokens.scatter(self._layer(real_tokens.gather(rows), attention_mask,
                                                     shape, training, real_tokens)),
@@ -110,11 +108,14 @@ class TransformerBlock(keras.layers.Layer):
         """The layer on rows [rows, hidden] of the [batch, seq] `shape` (or on the real tokens'
         rows, with `real_tokens`) -> [rows, hidden]; with `positions` [batch, count], the
         layer's output at those positions only, [batch * count, hidden]."""
+        # With `positions`, every row is a key and a value; the rows at the positions are the
+        # queries and the residual, gathered once.
+        position_rows = None if positions is None else gather_rows(rows, positions, shape[0], shape[1])
         attention = self.attention.attend_rows(rows, attention_mask, shape[0], shape[1],
                                                training=training, real_tokens=real_tokens,
-                                               positions=positions)
-        if positions is not None:  # every position was a key; only these are queries
-            rows = gather_rows(rows, positions, shape[0], shape[1])
+                                               positions=positions, position_rows=position_rows)
+        if positions is not None:
+            rows = position_rows
         attention = self.dropout(self.attention_output(attention), training=training)
         attention_output = self.attention_layer_norm(rows + attention)
 
