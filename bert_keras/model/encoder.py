@@ -71,12 +71,9 @@ def build_encoder(config, causal=None, dtype=None, name="bert_encoder",
         type_vocab_size=config.type_vocab_size, initializer_range=config.initializer_range,
         layer_norm_eps=config.layer_norm_eps, dropout_rate=config.hidden_dropout_prob,
         name="embeddings", dtype=dtype)
-    hidden_states = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
-    attention_mask = AttentionMask(causal=causal, name="attention_mask")(inputs["input_mask"])
-
-    encoder_outputs = []
-    for index in range(config.num_hidden_layers):
-        block = TransformerBlock(
+    attention_mask = AttentionMask(causal=causal, name="attention_mask")
+    blocks = [
+        TransformerBlock(
             num_heads=config.num_attention_heads, hidden_size=config.hidden_size,
             intermediate_size=config.intermediate_size, hidden_act=config.hidden_act,
             hidden_dropout_rate=config.hidden_dropout_prob,
@@ -84,8 +81,9 @@ def build_encoder(config, causal=None, dtype=None, name="bert_encoder",
             initializer_range=config.initializer_range, layer_norm_eps=config.layer_norm_eps,
             attention_implementation=attention_implementation,
             name=f"transformer_layer_{index}", dtype=dtype)
-        hidden_states = block(hidden_states, attention_mask)
-        encoder_outputs.append(hidden_states)
+        for index in range(config.num_hidden_layers)]
+    encoder_outputs = _layer_outputs(embeddings, attention_mask, blocks, inputs)
+    hidden_states = encoder_outputs[-1]
 
     pooled_output = Pooler(config.hidden_size, config.initializer_range, name="pooler",
                            dtype=dtype)(hidden_states)
@@ -124,11 +122,23 @@ def sequence_output_at(encoder, inputs, positions, training=None):
     >>> at.shape, bool(np.allclose(at, whole, atol=1e-5))
     (TensorShape([1, 2, 128]), True)
     """
-    kwargs = {} if training is None else {"training": training}
-    hidden_states = encoder.get_layer("embeddings")(
-        inputs["input_word_ids"], inputs["input_type_ids"], **kwargs)
-    attention_mask = encoder.get_layer("attention_mask")(inputs["input_mask"])
     blocks = [layer for layer in encoder.layers if isinstance(layer, TransformerBlock)]
-    for block in blocks[:-1]:
-        hidden_states = block(hidden_states, attention_mask, **kwargs)
-    return blocks[-1](hidden_states, attention_mask, positions, **kwargs)
+    return _layer_outputs(encoder.get_layer("embeddings"), encoder.get_layer("attention_mask"),
+                          blocks, inputs, positions, training)[-1]
+
+
+def _layer_outputs(embeddings, attention_mask, blocks, inputs, positions=None, training=None):
+    """The encoder's forward pass, written once: every block's output, in order. With
+    `positions`, the last block computes only the rows at those positions."""
+    kwargs = {} if training is None else {"training": training}
+    hidden_states = embeddings(inputs["input_word_ids"], inputs["input_type_ids"], **kwargs)
+    mask = attention_mask(inputs["input_mask"])
+    outputs = []
+    for index, block in enumerate(blocks):
+        last = index == len(blocks) - 1
+        if last and positions is not None:
+            hidden_states = block(hidden_states, mask, positions, **kwargs)
+        else:
+            hidden_states = block(hidden_states, mask, **kwargs)
+        outputs.append(hidden_states)
+    return outputs
