@@ -221,15 +221,14 @@ def _encode(encoder, inputs, training, xla_encoder=None):
     features = _check_inputs(encoder, {name: inputs[name] for name in INPUT_NAMES})
     if training:
         outputs = encoder(features, training=True)
-        pad = list
+        sequence_output, encoder_outputs = outputs["sequence_output"], outputs["encoder_outputs"]
     else:
         seq_length = tf.shape(features["input_word_ids"])[1]
         features, _ = cut_to_longest(features, seq_length)
         outputs = run_inference(encoder, features, xla_encoder)
-
-        def pad(per_position):  # back to the input's length, zeros beyond the cut
-            return [pad_positions(output, seq_length) for output in per_position]
-    sequence_output, *encoder_outputs = pad([outputs["sequence_output"], *outputs["encoder_outputs"]])
+        # Back to the input's length, zeros beyond the cut.
+        sequence_output = pad_positions(outputs["sequence_output"], seq_length)
+        encoder_outputs = [pad_positions(output, seq_length) for output in outputs["encoder_outputs"]]
     outputs = _float32({"pooled_output": outputs["pooled_output"],
                         "sequence_output": sequence_output, "encoder_outputs": encoder_outputs})
     outputs["default"] = outputs["pooled_output"]
