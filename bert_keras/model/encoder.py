@@ -72,7 +72,10 @@ def build_encoder(config, causal=None, dtype=None, name="bert_encoder",
         layer_norm_eps=config.layer_norm_eps, dropout_rate=config.hidden_dropout_prob,
         name="embeddings", dtype=dtype)
     attention_mask = AttentionMask(causal=causal, name="attention_mask")
-    blocks = [
+    # A generator: each block is made when the forward pass reaches it, after the layers
+    # before it are built, so that the layers draw their initial weights in the order of
+    # the layers (the same weights for a seed as ever).
+    blocks = (
         TransformerBlock(
             num_heads=config.num_attention_heads, hidden_size=config.hidden_size,
             intermediate_size=config.intermediate_size, hidden_act=config.hidden_act,
@@ -81,7 +84,7 @@ def build_encoder(config, causal=None, dtype=None, name="bert_encoder",
             initializer_range=config.initializer_range, layer_norm_eps=config.layer_norm_eps,
             attention_implementation=attention_implementation,
             name=f"transformer_layer_{index}", dtype=dtype)
-        for index in range(config.num_hidden_layers)]
+        for index in range(config.num_hidden_layers))
     encoder_outputs = _layer_outputs(embeddings, attention_mask, blocks, inputs)
     hidden_states = encoder_outputs[-1]
 
@@ -128,15 +131,15 @@ def sequence_output_at(encoder, inputs, positions, training=None):
 
 
 def _layer_outputs(embeddings, attention_mask, blocks, inputs, positions=None, training=None):
-    """The encoder's forward pass, written once: every block's output, in order. With
-    `positions`, the last block computes only the rows at those positions."""
+    """The encoder's forward pass, written once: every block's output, in order. `blocks`
+    may be a generator; with `positions` it is a list, and its last block computes only the
+    rows at those positions."""
     kwargs = {} if training is None else {"training": training}
     hidden_states = embeddings(inputs["input_word_ids"], inputs["input_type_ids"], **kwargs)
     mask = attention_mask(inputs["input_mask"])
     outputs = []
     for index, block in enumerate(blocks):
-        last = index == len(blocks) - 1
-        if last and positions is not None:
+        if positions is not None and index == len(blocks) - 1:
             hidden_states = block(hidden_states, mask, positions, **kwargs)
         else:
             hidden_states = block(hidden_states, mask, **kwargs)
