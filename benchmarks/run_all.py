@@ -14,7 +14,7 @@ tagging, multiple choice and span QA on the project's samples runs without --qui
 With --model_dir (a pre-trained model directory, e.g. the main job's), the frozen-feature probe
 of its transfer to SST-2 runs too (benchmarks/bench_transfer_probe.py, under a minute), and the
 job's comparison on mixes of its pre-trained and fresh weights (benchmarks/bench_transfer_parts.py,
-about 6 minutes).
+about 6 minutes), and the seconds of its exports as whole processes (benchmarks/bench_export.py).
 With --gpu, the pre-training step of BERT-base and BERT-large runs on the GPU too, Keras on the
 JAX backend (needs `jax` with CUDA and `keras-hub`; see docs/benchmarks.md), with model FLOPs
 utilization against --peak_tflops, and BERT-large with the fused attention at seq 128 and 512.
@@ -75,7 +75,8 @@ def commands(quick, wikitext_dir, glue_dir, gpu_peak_tflops=None, model_dir=None
                                "--train_pad_row"]]
     if model_dir:
         runs += [[python, os.path.join(HERE, name), f"--model_dir={model_dir}"]
-                 for name in ("bench_transfer_probe.py", "bench_transfer_parts.py")]
+                 for name in ("bench_transfer_probe.py", "bench_transfer_parts.py",
+                              "bench_export.py")]
     return runs
 
 
@@ -95,7 +96,7 @@ def main():
     parser.add_argument("--model_dir", default=None,
                         help="a pre-trained model directory (e.g. the main job's "
                              "bert_keras_work/model) for bench_transfer_probe.py and "
-                             "bench_transfer_parts.py (skipped without)")
+                             "bench_transfer_parts.py and bench_export.py (skipped without)")
     args = parser.parse_args()
     failed = []
     for command in commands(args.quick, args.wikitext_dir, args.glue_dir,

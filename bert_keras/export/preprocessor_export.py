@@ -38,7 +38,7 @@ import os
 
 import tensorflow as tf
 
-from bert_keras.export.encoder_export import _Exportable
+from bert_keras.export.encoder_export import _Exportable, save_module, tracing_as_saved
 from bert_keras.export.raw_text import cut_to_longest
 from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.text.packing import flat_segment, pack_segments
@@ -70,9 +70,10 @@ class TokenizeModule(_Exportable):
             vocab_asset, tf.int64, tf.lookup.TextFileIndex.LINE_NUMBER, tf.string,
             tf.lookup.TextFileIndex.WHOLE_LINE)
         self._id_to_token_table = tf.lookup.StaticHashTable(initializer, default_value="")
-        self.__call__.get_concrete_function()
-        self.get_special_tokens_dict.get_concrete_function()
-        self.id_to_token.get_concrete_function()
+        with tracing_as_saved():
+            self.__call__.get_concrete_function()
+            self.get_special_tokens_dict.get_concrete_function()
+            self.id_to_token.get_concrete_function()
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def __call__(self, strings):
@@ -103,13 +104,16 @@ class PackInputsModule(_Exportable):
         self._pad = special_ids["padding_id"]
         self._default_seq_length = seq_length
         # tensorflow/hub#747: trace every form a caller may pass, so reloading never retraces.
-        for ragged_rank in (1, 2):
-            for num_segments in (1, 2):
-                spec = tf.RaggedTensorSpec([None] * (ragged_rank + 1), tf.int32,
-                                           ragged_rank=ragged_rank)
-                self.__call__.get_concrete_function(
-                    [spec] * num_segments, seq_length=tf.TensorSpec([], tf.int32))
-                self.__call__.get_concrete_function([spec] * num_segments)  # the default
+        # The spec is named as the saved signature names it: saving then finds this trace.
+        seq_length_spec = tf.TensorSpec([], tf.int32, name="seq_length")
+        with tracing_as_saved():
+            for ragged_rank in (1, 2):
+                for num_segments in (1, 2):
+                    spec = tf.RaggedTensorSpec([None] * (ragged_rank + 1), tf.int32,
+                                               ragged_rank=ragged_rank)
+                    self.__call__.get_concrete_function([spec] * num_segments,
+                                                        seq_length=seq_length_spec)
+                    self.__call__.get_concrete_function([spec] * num_segments)  # the default
 
     @tf.function(autograph=False)
     def __call__(self, inputs, seq_length=None):
@@ -151,7 +155,8 @@ class PreprocessorModule(_Exportable):
         self.seq_length = tf.Variable(self._seq_length, trainable=False, name="seq_length")
         self.do_lower_case = tf.Variable(bool(tokenizer.lower_case), trainable=False,
                                          name="do_lower_case")
-        self.__call__.get_concrete_function()
+        with tracing_as_saved():
+            self.__call__.get_concrete_function()
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     def __call__(self, strings):
@@ -180,9 +185,7 @@ def build_preprocessor_module(model_dir, seq_length=DEFAULT_SEQ_LENGTH, tokenize
 
 def export_preprocessor_from_model_dir(model_dir, export_dir, seq_length=DEFAULT_SEQ_LENGTH):
     """Writes the TF Hub-style preprocessor SavedModel of a model directory; returns export_dir."""
-    module = build_preprocessor_module(model_dir, seq_length)
-    tf.saved_model.save(module, export_dir, signatures=module.signatures())
-    return export_dir
+    return save_module(build_preprocessor_module(model_dir, seq_length), export_dir)
 
 
 __all__ = ["PreprocessorModule", "TokenizeModule", "PackInputsModule", "build_tokenizer",

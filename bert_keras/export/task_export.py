@@ -81,7 +81,8 @@ import tensorflow as tf
 
 from bert_keras.export.classification_serving import ClassificationServing
 from bert_keras.export.encoder_export import (_Exportable, dtype_policy, plain_inference,
-                                             run_inference, xla_inference)
+                                             run_inference, save_module, tracing_as_saved,
+                                             xla_inference)
 from bert_keras.export.multiple_choice_serving import MultipleChoiceServing
 from bert_keras.export.ner_serving import NerServing
 from bert_keras.export.raw_text import NEG_INF, TaskExportError, cut_to_longest, pad_positions
@@ -201,7 +202,8 @@ class TaskModule(ClassificationServing, MultipleChoiceServing, SquadServing, Ner
             self._build_squad()
         else:
             self._build_ner()
-        self.serving_default.get_concrete_function()
+        with tracing_as_saved():
+            self.serving_default.get_concrete_function()
 
     def signatures(self):
         return {"serving_default": self.serving_default.get_concrete_function()}
@@ -264,7 +266,7 @@ def build_task_module(model_dir, seq_length=None, dtype="float32", max_windows=N
 
 def save_task_module(module, export_dir):
     """Writes a `TaskModule` as a SavedModel, with its task_config.json in assets.extra/."""
-    tf.saved_model.save(module, export_dir, signatures=module.signatures())
+    save_module(module, export_dir)
     extra = os.path.join(export_dir, "assets.extra")
     os.makedirs(extra, exist_ok=True)
     with open(os.path.join(extra, model_dir_lib.TASK_CONFIG_NAME), "w", encoding="utf-8") as f:

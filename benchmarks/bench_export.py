@@ -1,0 +1,93 @@
+"""Seconds to export SavedModels, as a user runs it: `tools/export_savedmodel.py`, whole processes.
+
+    python benchmarks/bench_export.py --model_dir=bert_keras_work/model \
+        --task_model_dir=bert_keras_work/finetuned
+    # one checkout against another (e.g. a commit before a change), interleaved round by round:
+    python benchmarks/bench_export.py --model_dir=... --task_model_dir=... \
+        --checkouts=before=/tmp/before_checkout,after=.
+
+Each round runs, for every checkout in turn, one process per export kind (preprocessor, encoder,
+and the raw-text task model when `--task_model_dir` is given), start-up included, and records
+its wall-clock seconds; each checkout's figure is the median of its rounds. A checkout is put
+first on `PYTHONPATH`, so its `bert_keras` is the one the tool imports. The main job's export
+stage makes the same three exports in one process. Writes benchmarks/results/<--name>.json.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from bench_common import median, print_table, write_results
+
+REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOL = os.path.join("tools", "export_savedmodel.py")
+
+
+def parse_checkouts(text):
+    """"name=path,..." -> {name: absolute path}; "" -> {"this checkout": the repository}."""
+    if not text:
+        return {"this checkout": REPO_DIR}
+    checkouts = {}
+    for item in text.split(","):
+        name, sep, path = item.partition("=")
+        if not sep or not name or not os.path.isfile(os.path.join(path, TOOL)):
+            raise SystemExit(f"--checkouts: {item!r} is not name=path of a checkout holding {TOOL}")
+        checkouts[name] = os.path.abspath(path)
+    return checkouts
+
+
+def export_seconds(checkout, kind, model_dir, export_dir):
+    """Runs the checkout's export tool once in a new process; returns its wall-clock seconds."""
+    env = dict(os.environ, PYTHONPATH=checkout, TF_CPP_MIN_LOG_LEVEL="2")
+    start = time.perf_counter()
+    completed = subprocess.run(
+        [sys.executable, os.path.join(checkout, TOOL), f"--kind={kind}",
+         f"--model_dir={model_dir}", f"--export_dir={export_dir}"],
+        capture_output=True, text=True, env=env, check=False)
+    seconds = time.perf_counter() - start
+    if completed.returncode != 0:
+        raise SystemExit(f"{checkout}: the {kind} export failed:\n{completed.stderr[-3000:]}")
+    return seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model_dir", required=True, help="a pre-trained model directory")
+    parser.add_argument("--task_model_dir", default=None, help="a fine-tuned model directory")
+    parser.add_argument("--checkouts", default="", help="name=path,...; default this checkout")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--name", default="export")
+    args = parser.parse_args()
+    checkouts = parse_checkouts(args.checkouts)
+    exports = [("preprocessor", args.model_dir), ("encoder", args.model_dir)]
+    if args.task_model_dir:
+        exports.append(("task", args.task_model_dir))
+
+    seconds = {name: {kind: [] for kind, _ in exports} for name in checkouts}
+    with tempfile.TemporaryDirectory() as scratch:
+        for index in range(args.rounds):
+            for name, checkout in checkouts.items():
+                for kind, model_dir in exports:
+                    export_dir = os.path.join(scratch, f"{index}_{len(seconds[name][kind])}_{kind}")
+                    seconds[name][kind].append(export_seconds(checkout, kind, model_dir, export_dir))
+                    print(f"round {index + 1}: {name} {kind} {seconds[name][kind][-1]:.1f} s",
+                          flush=True)
+    rows = []
+    for name in checkouts:
+        row = {"checkout": name}
+        for kind, _ in exports:
+            row[kind] = median(seconds[name][kind])
+        row["all"] = sum(row[kind] for kind, _ in exports)
+        rows.append(row)
+    print_table(rows, ["checkout"] + [kind for kind, _ in exports] + ["all"])
+    path = write_results(args.name, {"rounds": args.rounds, "checkouts": checkouts,
+                                     "exports": dict(exports), "seconds": seconds,
+                                     "median_seconds": rows})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
