@@ -69,9 +69,10 @@ def main():
     seconds = {name: {kind: [] for kind, _ in exports} for name in checkouts}
     with tempfile.TemporaryDirectory() as scratch:
         for index in range(args.rounds):
-            for name, checkout in checkouts.items():
+            for number, (name, checkout) in enumerate(checkouts.items()):
                 for kind, model_dir in exports:
-                    export_dir = os.path.join(scratch, f"{index}_{len(seconds[name][kind])}_{kind}")
+                    # A new directory for every export: none replaces (removes) an earlier one.
+                    export_dir = os.path.join(scratch, f"{index}_{number}_{kind}")
                     seconds[name][kind].append(export_seconds(checkout, kind, model_dir, export_dir))
                     print(f"round {index + 1}: {name} {kind} {seconds[name][kind][-1]:.1f} s",
                           flush=True)
