@@ -129,8 +129,8 @@ class SelfAttention(keras.layers.Layer):
           batch, seq_length: the padded batch's shape.
           positions: int32 [batch, queries]: attend from these positions only (every position
             is still a key and a value).
-          position_rows: the rows at `positions`, [batch * queries, hidden_size], when the
-            caller has gathered them already (`gather_rows`); gathered here otherwise.
+          position_rows: with `positions`, the rows at them, [batch * queries, hidden_size]
+            (`gather_rows`; the caller gathers them once, for the residual as well).
         Returns:
           float, the shape of `rows`, or [batch * queries, hidden_size] with `positions`.
         """
@@ -140,7 +140,7 @@ class SelfAttention(keras.layers.Layer):
             query, queries = self._projection(self.query, rows, real_tokens), seq_length
         else:
             if position_rows is None:
-                position_rows = gather_rows(rows, positions, batch, seq_length)
+                raise ValueError("attend_rows: `positions` needs `position_rows` (gather_rows)")
             query = self.query(position_rows)
             queries = ops.shape(positions)[1]
             if ops.shape(attention_mask)[2] != 1:  # a causal mask: the queries' rows of it
