@@ -16,7 +16,9 @@ same budget and the same search, as the paper compares its models:
 
 Every run is a `finetuning.sweep.FinetuningSweep` run: one compiled model for all of them. The
 runs are recorded in `state_path` (JSON, written atomically after each run), and a rerun with
-the same settings continues from there.
+the same settings continues from there. With `keep=side`, the fine-tuned weights of that side's
+chosen run (first seed, headline examples: the model one would ship) are kept from the
+selection instead of being trained again.
 
 Example (tiny and random on both sides, for the layout of the result; the suite runs it):
 
@@ -132,7 +134,7 @@ class _Runs:
 
 
 def compare_initializations(task, config, initial_weights, options=None, state_path=None,
-                            log=print, sweep=None):
+                            log=print, sweep=None, keep=None):
     """Fine-tunes every side of `initial_weights` ({side name: {original name: array}}) on
     `task` (a GLUE `FinetuningTask`) as the module docstring says.
 
@@ -140,6 +142,11 @@ def compare_initializations(task, config, initial_weights, options=None, state_p
     {"lr=..,epochs=..": score}, "chosen": {"learning_rate", "epochs"}, "dev": [per seed],
     "dev_mean", "dev_std", "curve": {examples: dev score}}}}. Scores are the task's paper
     metric (accuracy for SST-2) on its dev split.
+
+    With `keep` (a side), the result also holds "kept_weights": {name: array} of that side
+    fine-tuned at its chosen setting with the first seed on the headline examples (what
+    `FinetuningSweep.weights` gives after that run), or None when that run was read back from
+    `state_path` instead of computed. Only the best selection run so far is held in memory.
     """
     options = options or TransferOptions()
     metric = task.spec.paper_metric
@@ -157,6 +164,9 @@ def compare_initializations(task, config, initial_weights, options=None, state_p
                 "max_seq_length": task.options.max_seq_length}
     runs = _Runs(state_path, json.loads(json.dumps(settings)))
     say = log or (lambda *args, **kwargs: None)
+    if keep is not None and keep not in initial_weights:
+        raise ValueError(f"keep={keep!r} is not one of the sides {sorted(initial_weights)}")
+    kept = {"setting": None, "score": None, "weights": None}  # `keep`'s best selection run
 
     def run(side, num_examples, learning_rate, epochs, seed, with_selection=False):
         key = _run_key(side, num_examples, learning_rate, epochs, seed)
@@ -167,8 +177,13 @@ def compare_initializations(task, config, initial_weights, options=None, state_p
                 evaluate["selection"] = held_out
             result = sweep.run(initial_weights[side], subset(train_all, np.arange(num_examples)),
                                learning_rate, epochs, seed, evaluate, source=side)
-            return {name: values[metric] for name, values in result.metrics.items()} | {
-                "train_loss": result.train_loss, "steps": result.steps}
+            outcome = {name: values[metric] for name, values in result.metrics.items()}
+            # Strictly better only: ties go to the earlier setting, as the choice below.
+            if side == keep and with_selection and (kept["score"] is None or
+                                                    outcome["selection"] > kept["score"]):
+                kept.update(setting=(learning_rate, epochs), score=outcome["selection"],
+                            weights=sweep.weights())
+            return outcome | {"train_loss": result.train_loss, "steps": result.steps}
 
         outcome = runs.get(key, compute)
         say(f"  {side:>12}: {num_examples} examples, learning rate {learning_rate:g}, "
@@ -211,8 +226,13 @@ def compare_initializations(task, config, initial_weights, options=None, state_p
     majority = None
     if not task.spec.is_regression:
         majority = float(max(np.mean(dev_labels == label) for label in set(dev_labels.tolist())))
-    return {"task": task.name, "metric": metric, "options": dataclasses.asdict(options),
-            "majority_share": majority, "sides": sides}
+    result = {"task": task.name, "metric": metric, "options": dataclasses.asdict(options),
+              "majority_share": majority, "sides": sides}
+    if keep is not None:
+        chosen = sides[keep]["chosen"]
+        result["kept_weights"] = (kept["weights"] if kept["setting"] == (
+            chosen["learning_rate"], chosen["epochs"]) else None)
+    return result
 
 
 def clearly_better(result, side, other, min_margin=0.03):

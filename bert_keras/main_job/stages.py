@@ -171,11 +171,11 @@ def transfer_options(options, task=None):
 
 
 def compare_finetuning(options, model_dir, initial_weights, state_path=None, log=print,
-                       task_name=None):
+                       task_name=None, keep=None):
     """Fine-tunes each of `initial_weights` ({side: weights}) on `task_name` (default: the job's
     headline task) with the same grid, seeds and budget
-    (`finetuning.transfer.compare_initializations`); returns (result, sweep), the sweep holding
-    the model of the last run."""
+    (`finetuning.transfer.compare_initializations`, `keep` as there); returns (result, sweep),
+    the sweep holding the model of the last run."""
     from bert_keras.finetuning.sweep import FinetuningSweep
     from bert_keras.finetuning.task import FinetuningOptions, get_task
     from bert_keras.finetuning.transfer import compare_initializations
@@ -189,7 +189,7 @@ def compare_finetuning(options, model_dir, initial_weights, state_path=None, log
     sweep = FinetuningSweep(task, config, options.finetune_batch_size)
     result = compare_initializations(task, config, initial_weights,
                                      transfer_options(options, task_name),
-                                     state_path=state_path, log=log, sweep=sweep)
+                                     state_path=state_path, log=log, sweep=sweep, keep=keep)
     return result, sweep
 
 
@@ -200,22 +200,29 @@ def finetune_stage(options, paths):
     from bert_keras.finetuning.sweep import random_encoder_weights, subset
     from bert_keras.finetuning.task_models import save_task_model_dir
     from bert_keras.finetuning.transfer import clearly_better, plot_learning_curve
+    from bert_keras.model import checkpoint_names
     from bert_keras.modeldir import model_dir as model_dir_lib
 
     config = model_dir_lib.read_config(paths["model"])
     pretrained = model_dir_lib.read_weights(paths["model"])
     initial = {PRETRAINED: pretrained,
                RANDOM_INIT: random_encoder_weights(config, options.seed)}
-    result, sweep = compare_finetuning(options, paths["model"], initial, paths["finetune_runs"])
+    result, sweep = compare_finetuning(options, paths["model"], initial, paths["finetune_runs"],
+                                       keep=PRETRAINED)
     plot_learning_curve(result, paths["learning_curve"],
                         f"{options.finetune_task}: {options.preset} BERT, pre-trained vs not")
 
     # The model directory that is exported and served: the pre-trained side at its chosen
-    # setting, first seed, on the headline examples.
-    chosen = result["sides"][PRETRAINED]["chosen"]
-    train = sweep.task.load("train", training=True)
-    sweep.run(pretrained, subset(train, range(options.finetune_train_examples)),
-              chosen["learning_rate"], chosen["epochs"], options.finetune_seeds[0])
+    # setting, first seed, on the headline examples. The comparison kept it; a resumed
+    # comparison read that run back from its record, so it is trained again (the same run).
+    kept = result.pop("kept_weights")
+    if kept is None:
+        chosen = result["sides"][PRETRAINED]["chosen"]
+        train = sweep.task.load("train", training=True)
+        sweep.run(pretrained, subset(train, range(options.finetune_train_examples)),
+                  chosen["learning_rate"], chosen["epochs"], options.finetune_seeds[0])
+    else:
+        checkpoint_names.assign_weights(sweep.variables, kept, source="the kept run")
     save_task_model_dir(sweep.model, paths["finetuned"], config, sweep.task.vocab,
                         sweep.task.do_lower_case, sweep.task.task_config())
 

@@ -103,10 +103,36 @@ def test_a_rerun_continues_from_the_recorded_runs(sst2, tmp_path):
     sweep.run = lambda *args, **kwargs: calls.append(args) or original(*args, **kwargs)
     try:
         again = transfer.compare_initializations(task, config, {"a": weights}, options, state,
-                                                 None, sweep)
+                                                 None, sweep, keep="a")
     finally:
         del sweep.run
     assert calls == [] and again["sides"] == first["sides"]
+    # Read back, not computed: there are no fine-tuned weights to keep.
+    assert again["kept_weights"] is None
+
+
+def test_the_kept_model_is_the_chosen_run_of_its_side(sst2):
+    """`keep`: the weights kept from the selection are those of training the side again at its
+    chosen setting with the first seed (what the main job exports), not those of the last run."""
+    task, config, weights, sweep = sst2
+    other = sweep_lib.random_encoder_weights(config, 4)
+    options = transfer.TransferOptions(num_train_examples=100, selection_examples=100,
+                                       learning_rates=(1e-4, 3e-3), epochs=(2,), seeds=(1,),
+                                       curve_examples=(100,))
+    result = transfer.compare_initializations(task, config, {"a": weights, "b": other}, options,
+                                              log=None, sweep=sweep, keep="a")
+    kept = result["kept_weights"]
+    chosen = result["sides"]["a"]["chosen"]
+    last = sweep.weights()  # side "b"'s last run
+    train = sweep_lib.subset(task.load("train", training=True), np.arange(100))
+    sweep.run(weights, train, chosen["learning_rate"], chosen["epochs"], seed=1)
+    again = sweep.weights()
+    assert sorted(kept) == sorted(again)
+    assert max(float(np.abs(kept[name] - again[name]).max()) for name in kept) <= 1e-6
+    assert max(float(np.abs(kept[name] - last[name]).max()) for name in kept) > 1e-3
+    with pytest.raises(ValueError, match="keep='c' is not one of the sides"):
+        transfer.compare_initializations(task, config, {"a": weights}, options, log=None,
+                                         sweep=sweep, keep="c")
 
 
 @pytest.mark.parametrize("change,message", [
