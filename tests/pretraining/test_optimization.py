@@ -248,6 +248,13 @@ def test_a_onednn_isa_cap_below_bfloat16_hides_the_units(tmp_path):
     assert optimization.cpu_has_bfloat16_units(cpuinfo, {})
 
 
+def test_the_precision_module_s_docstring_examples_run():
+    import doctest
+
+    result = doctest.testmod(precision)
+    assert result.failed == 0 and result.attempted >= 3
+
+
 def test_auto_dtype_is_bfloat16_only_on_native_units(monkeypatch, caplog):
     import tensorflow as tf
 
