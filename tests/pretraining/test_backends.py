@@ -7,6 +7,10 @@ clipping: the model directories they write hold the same weights within 1e-4 (ab
 measured), the weights having moved by far more. Before the JAX path read the records through
 one iterator, Keras on JAX drew another shuffle than TensorFlow (it makes an extra iterator of
 a dataset to build the model) and the weights parted completely.
+
+Each backend's process does all of its runs one after the other (`runs`, below), each from a
+cleared Keras session and its own seed, as a user's process would do one: a process costs
+10-20 s of imports on these CPUs, more than a run of 6 steps.
 """
 
 import json
@@ -28,19 +32,38 @@ _CHILD = textwrap.dedent('''
     import keras
     from bert_keras.pretraining.run import PretrainingOptions, run_pretraining
 
-    records, init, output, overrides = sys.argv[1:5]
-    options = dict(
-        input_files=records, output_dir=output, init_model_dir=init, train_batch_size=8,
-        num_train_steps=6, num_warmup_steps=2, learning_rate=1e-3, max_seq_length=32,
-        max_predictions_per_seq=5, save_checkpoints_steps=6, mixed_precision="float32",
-        verbose=0)
-    options.update(json.loads(overrides))
-    metrics = run_pretraining(PretrainingOptions(**options))
-    with open(output + ".json", "w") as f:
-        json.dump({"backend": keras.backend.backend(), "devices": len(keras.distribution.list_devices()),
-                   "metrics": {name: value if isinstance(value, str) else float(value)
-                               for name, value in metrics.items()}}, f)
+    records, init, root, runs, results_file = sys.argv[1:6]
+    results = []
+    for name, overrides in json.loads(runs):
+        options = dict(
+            input_files=records, output_dir=f"{root}/{name}", init_model_dir=init,
+            train_batch_size=8, num_train_steps=6, num_warmup_steps=2, learning_rate=1e-3,
+            max_seq_length=32, max_predictions_per_seq=5, save_checkpoints_steps=6,
+            mixed_precision="float32", verbose=0)
+        options.update(overrides)
+        keras.backend.clear_session()
+        try:
+            metrics = run_pretraining(PretrainingOptions(**options))
+            result = {"metrics": {key: value if isinstance(value, str) else float(value)
+                                  for key, value in metrics.items()}}
+        except Exception as error:  # a refusal the test expects, or the failure it reports
+            result = {"error": f"{type(error).__name__}: {error}"}
+        result.update(backend=keras.backend.backend(),
+                      devices=len(keras.distribution.list_devices()))
+        results.append(result)
+    with open(results_file, "w") as f:
+        json.dump(results, f)
 ''')
+
+# name: the run's options over the child's. Each backend does every one; the tests compare
+# the two trainers' runs of a name.
+RUNS = {
+    "default": {},
+    "lamb": {"optimizer": "lamb"},
+    "no_bias_correction_fused": {"adam_bias_correction": False, "fused_attention": True},
+    "accumulated": {"gradient_accumulation_steps": 2},
+    "eval": {"mode": "eval", "eval_batch_size": 24},
+}
 
 
 @pytest.fixture(scope="module")
@@ -68,18 +91,45 @@ def start(tmp_path_factory):
     return root
 
 
-def _pretrain(root, backend, name=None, expect_error=False, devices=1, **overrides):
-    output = str(root / (name or f"out_{backend}"))
-    env = backend_env(backend, devices)
+def _pretrain_all(root, backend, runs, devices=1):
+    """Runs [(name, options)] in one child process on `backend`, each into the directory
+    `root`/name; [(that directory, its result: "metrics" or the "error" it was refused with,
+    "backend", "devices")] in the same order."""
+    results_file = root / f"results_{backend}_{time.monotonic_ns()}.json"
     process = subprocess.run([sys.executable, "-c", _CHILD, str(root / "data.tfrecord"),
-                              str(root / "init"), output, json.dumps(overrides)], env=env,
-                             capture_output=True, text=True, timeout=600)
-    if expect_error:
-        assert process.returncode != 0
-        return process.stderr
+                              str(root / "init"), str(root), json.dumps(runs), str(results_file)],
+                             env=backend_env(backend, devices), capture_output=True, text=True,
+                             timeout=900)
     assert process.returncode == 0, process.stderr[-6000:]
-    with open(output + ".json", encoding="utf-8") as f:
-        return output, json.load(f)
+    with open(results_file, encoding="utf-8") as f:
+        results = json.load(f)
+    return [(str(root / name), result) for (name, _), result in zip(runs, results)]
+
+
+def _finished(result):
+    output, run = result
+    assert "error" not in run, run["error"]
+    return output, run
+
+
+@pytest.fixture(scope="module")
+def runs(start):
+    """{backend: {name: (output directory, result)}}: every run of RUNS on each backend, and
+    "foreign", the backend resuming the other one's finished "default" directory (refused),
+    with "kept": that directory's weights before and after (the same, or it was overwritten)."""
+    from bert_keras.modeldir import model_dir
+
+    done = {}
+    for backend in ("tensorflow", "jax"):
+        named = [(f"{name}_{backend}", options) for name, options in RUNS.items()]
+        done[backend] = dict(zip(RUNS, _pretrain_all(start, backend, named)))
+    for backend, other in (("jax", "tensorflow"), ("tensorflow", "jax")):
+        foreign = done[other]["default"][0]
+        before = model_dir.read_weights(foreign)
+        done[backend]["foreign"] = _pretrain_all(
+            start, backend, [(os.path.basename(foreign), {"num_train_steps": 8})])[0]
+        done[backend]["kept"] = (before, model_dir.read_weights(foreign))
+    return done
 
 
 def _largest_difference(first, second):
@@ -90,11 +140,11 @@ def _largest_difference(first, second):
     return max(float(np.abs(value - theirs[name]).max()) for name, value in ours.items())
 
 
-def test_pretraining_takes_the_same_steps_on_jax_and_tensorflow(start):
+def test_pretraining_takes_the_same_steps_on_jax_and_tensorflow(start, runs):
     from bert_keras.modeldir import model_dir
 
-    tf_dir, tf_run = _pretrain(start, "tensorflow")
-    jax_dir, jax_run = _pretrain(start, "jax")
+    tf_dir, tf_run = _finished(runs["tensorflow"]["default"])
+    jax_dir, jax_run = _finished(runs["jax"]["default"])
     assert (tf_run["backend"], jax_run["backend"]) == ("tensorflow", "jax")
     assert tf_run["metrics"]["step"] == jax_run["metrics"]["step"] == 6
     assert np.isfinite(jax_run["metrics"]["loss"])
@@ -111,31 +161,26 @@ def test_pretraining_takes_the_same_steps_on_jax_and_tensorflow(start):
     assert model_dir.read_do_lower_case(jax_dir) is True
 
 
-@pytest.mark.parametrize("optimizer", [{"optimizer": "lamb"},
-                                       {"adam_bias_correction": False, "fused_attention": True}],
-                         ids=["lamb", "adamw_without_bias_correction_fused_attention"])
-def test_the_other_optimizer_rules_take_the_same_steps_on_jax(start, optimizer):
+@pytest.mark.parametrize("name", ["lamb", "no_bias_correction_fused"])
+def test_the_other_optimizer_rules_take_the_same_steps_on_jax(start, runs, name):
     """The other update rules; the second run also computes attention with the fused call in
     both trainers (the start's attention dropout is 0, so it is the model of the other runs)."""
-    name = "_".join(f"{key}_{value}" for key, value in optimizer.items())
-    tf_dir, _ = _pretrain(start, "tensorflow", f"{name}_tf", **optimizer)
-    jax_dir, _ = _pretrain(start, "jax", f"{name}_jax", **optimizer)
+    tf_dir, _ = _finished(runs["tensorflow"][name])
+    jax_dir, _ = _finished(runs["jax"][name])
     assert _largest_difference(tf_dir, jax_dir) <= 1e-4
     assert _largest_difference(jax_dir, str(start / "init")) > 1e-3
 
 
-def test_gradient_accumulation_takes_the_same_steps_on_jax_and_tensorflow(start):
+def test_gradient_accumulation_takes_the_same_steps_on_jax_and_tensorflow(start, runs):
     """Keras' accumulation on JAX (micro-batches of 4, gradients averaged, the schedule counting
     updates) against the TensorFlow trainer's (the batch of 8 in two slices): every record has
     the same number of predictions here, where the two normalizations agree."""
-    tf_dir, _ = _pretrain(start, "tensorflow", "accumulated_tf", gradient_accumulation_steps=2)
-    jax_dir, jax_run = _pretrain(start, "jax", "accumulated_jax", gradient_accumulation_steps=2)
+    tf_dir, _ = _finished(runs["tensorflow"]["accumulated"])
+    jax_dir, jax_run = _finished(runs["jax"]["accumulated"])
     assert jax_run["metrics"]["step"] == 6
     assert _largest_difference(tf_dir, jax_dir) <= 1e-4
     # And accumulating is not a no-op: it matches the whole batch, which differs from the start.
-    whole_dir = str(start / "out_tensorflow")
-    if not os.path.exists(whole_dir):
-        whole_dir, _ = _pretrain(start, "tensorflow")
+    whole_dir, _ = _finished(runs["tensorflow"]["default"])
     assert _largest_difference(jax_dir, whole_dir) <= 1e-4
     assert _largest_difference(jax_dir, str(start / "init")) > 1e-3
 
@@ -144,21 +189,19 @@ def test_gradient_accumulation_takes_the_same_steps_on_jax_and_tensorflow(start)
 def test_data_parallel_over_two_devices_takes_the_steps_of_one(start):
     """`keras.distribution.DataParallel` over two (XLA host) devices: the batch split between
     them, the loss normalized over the whole batch, the same weights as one device."""
-    one_dir = str(start / "out_jax")
-    if not os.path.exists(one_dir):
-        one_dir, _ = _pretrain(start, "jax")
-    two_dir, two_run = _pretrain(start, "jax", "two_devices", devices=2)
+    one_dir, _ = _finished(_pretrain_all(start, "jax", [("one_device", {})])[0])
+    two, odd = _pretrain_all(start, "jax", [("two_devices", {}),
+                                            ("odd_batch", {"train_batch_size": 7})], devices=2)
+    two_dir, two_run = _finished(two)
     assert two_run["devices"] == 2
     assert _largest_difference(one_dir, two_dir) <= 1e-4
-    message = _pretrain(start, "jax", "odd_batch", expect_error=True, devices=2,
-                        train_batch_size=7)
-    assert "--train_batch_size=7 must be a multiple of the 2 devices" in message
+    assert "--train_batch_size=7 must be a multiple of the 2 devices" in odd[1]["error"]
 
 
-def test_evaluation_on_jax_equals_tensorflow(start):
-    tf_out, tf_run = _pretrain(start, "tensorflow", "eval_tf", mode="eval", eval_batch_size=24)
-    jax_out, jax_run = _pretrain(start, "jax", "eval_jax", mode="eval", eval_batch_size=24)
-    tf_metrics, jax_metrics = tf_run["metrics"], jax_run["metrics"]
+def test_evaluation_on_jax_equals_tensorflow(runs):
+    tf_metrics = _finished(runs["tensorflow"]["eval"])[1]["metrics"]
+    jax_out, jax_run = _finished(runs["jax"]["eval"])
+    jax_metrics = jax_run["metrics"]
     assert jax_metrics["examples"] == tf_metrics["examples"] == 64  # a partial last batch too
     for name in ("masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss",
                  "next_sentence_accuracy"):
@@ -166,25 +209,20 @@ def test_evaluation_on_jax_equals_tensorflow(start):
     assert "weights = " in open(os.path.join(jax_out, "eval_results.txt")).read()
 
 
-def test_a_run_resumes_only_with_its_own_trainer(start):
+def test_a_run_resumes_only_with_its_own_trainer(runs):
     """A directory with the TensorFlow trainer's checkpoints is not resumed on JAX (nor the
-    other way round): the message names the backend to use, and nothing is overwritten."""
+    other way round): the message names the backend to use, and nothing is overwritten (the
+    finished runs' weights are the ones the other tests compare)."""
     from bert_keras.modeldir import model_dir
 
-    tf_dir = str(start / "out_tensorflow")
-    if not os.path.exists(tf_dir):
-        tf_dir, _ = _pretrain(start, "tensorflow")
-    before = model_dir.read_weights(tf_dir)
-    message = _pretrain(start, "jax", "out_tensorflow", expect_error=True, num_train_steps=8)
+    message = runs["jax"]["foreign"][1]["error"]
     assert "a checkpoint of the trainer of the Keras tensorflow backend" in message
     assert "KERAS_BACKEND=tensorflow" in message
-    after = model_dir.read_weights(tf_dir)
-    assert all(np.array_equal(before[name], after[name]) for name in before)
-    jax_dir = str(start / "out_jax")
-    if not os.path.exists(jax_dir):
-        _pretrain(start, "jax")
-    message = _pretrain(start, "tensorflow", "out_jax", expect_error=True, num_train_steps=8)
-    assert "KERAS_BACKEND=jax" in message
+    assert "KERAS_BACKEND=jax" in runs["tensorflow"]["foreign"][1]["error"]
+    for backend in ("tensorflow", "jax"):
+        before, after = runs[backend]["kept"]
+        assert sorted(before) == sorted(after)
+        assert all(np.array_equal(before[name], after[name]) for name in before)
 
 
 def test_a_jax_run_killed_after_a_checkpoint_resumes_to_the_same_weights(start, tmp_path):
