@@ -118,7 +118,13 @@ class PackInputsModule(_Exportable):
     @tf.function(autograph=False)
     def __call__(self, inputs, seq_length=None):
         if seq_length is None:
-            seq_length = self._default_seq_length
+            # The default length calls the form traced with a `seq_length` tensor (a call in
+            # the graph, not a second packing graph: half the traces at export).
+            features = self.__call__(inputs, seq_length=tf.constant(self._default_seq_length))
+            if not self._to_longest:
+                for value in features.values():
+                    value.set_shape([None, self._default_seq_length])
+            return features
         segments = [flat_segment(segment) for segment in tf.nest.flatten(inputs)]
         checks = [tf.debugging.assert_greater_equal(
             seq_length, len(segments) + 1,

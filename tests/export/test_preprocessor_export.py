@@ -57,6 +57,10 @@ results["pack_pair"] = numpy_dict(obj.bert_pack_inputs([tokens, tokens_b], seq_l
 results["pack_pair_rank1"] = numpy_dict(obj.bert_pack_inputs(
     [tokens.merge_dims(1, 2), tokens_b.merge_dims(1, 2)], seq_length=tf.constant(12)))
 results["pack_single_default"] = numpy_dict(obj.bert_pack_inputs([tokens]))
+traced = tf.function(lambda t: obj.bert_pack_inputs([t])).get_concrete_function(
+    tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2))
+results["pack_default_shapes"] = sorted((k, v.shape.as_list())
+                                        for k, v in traced.structured_outputs.items())
 results["pack_single_rank1_long"] = numpy_dict(obj.bert_pack_inputs([tokens.merge_dims(1, 2)],
                                                                     seq_length=64))
 results["longest_short"] = numpy_dict(obj.bert_pack_inputs_to_longest(
@@ -132,6 +136,8 @@ def test_call_and_pair_packing_match_the_fine_tuning_pipeline(exported, loaded):
         np.testing.assert_array_equal(loaded["pack_pair_rank1"][name], pair[name])
         assert loaded["call"][name].dtype == np.int32
     assert loaded["pack_single_rank1_long"]["input_word_ids"].shape == (len(TEXTS), 64)
+    # The default length is static in a graph that calls it (a Keras input's shape).
+    assert loaded["pack_default_shapes"] == [(name, [None, SEQ]) for name in sorted(single)]
     # "Hello" * 50 is one word of 250 characters: [UNK], as the original (over 200).
     assert loaded["tokenize"][5] == [[1]]
 
