@@ -275,13 +275,15 @@ class _ZeroPaddingEncoder:
 
 
 class MaskedLMModule(_Exportable):
-    """The `.mlm` sub-object: the encoder outputs plus `mlm_logits` at `masked_lm_positions`."""
+    """The `.mlm` sub-object: the encoder outputs (`encode`: the encoder module's `__call__`)
+    plus `mlm_logits` at `masked_lm_positions`."""
 
-    def __init__(self, encoder, mlm_head):
+    def __init__(self, encoder, mlm_head, encode):
         super().__init__()
         # Set without tracking: only the variables and functions are saved, not Keras objects.
         object.__setattr__(self, "_encoder", encoder)
         object.__setattr__(self, "_mlm_head", mlm_head)
+        object.__setattr__(self, "_encode", encode)
         with tracing_as_saved():
             for training in (False, True):
                 self.__call__.get_concrete_function(encoder_input_spec(True), training=training)
@@ -289,7 +291,9 @@ class MaskedLMModule(_Exportable):
 
     @tf.function
     def __call__(self, inputs, training=False):
-        outputs = _encode(self._encoder, inputs, training)
+        # The encoder module's own traces, called: the encoder is traced once per `training`.
+        outputs = dict(self._encode({name: inputs[name] for name in INPUT_NAMES},
+                                    training=training))
         # The head works in its compute dtype; feed it the float32 output as exported.
         sequence = tf.cast(outputs["sequence_output"], self._mlm_head.compute_dtype)
         outputs["mlm_logits"] = tf.cast(
@@ -312,27 +316,29 @@ class EncoderModule(_Exportable):
             self.serve.get_concrete_function()
             self.call_training.get_concrete_function()
         if mlm_head is not None:
-            self.mlm = MaskedLMModule(encoder, mlm_head)
+            self.mlm = MaskedLMModule(encoder, mlm_head, self.__call__)
         _track_variables(self, [encoder] + ([mlm_head] if mlm_head is not None else []))
 
     @tf.function
     def __call__(self, inputs, training=False):
         return _encode(self._encoder, inputs, training, self._xla_encoder)
 
+    # The endpoints below call the two traces of `__call__` (traced above, in the saving
+    # context): the encoder's graph is built and written twice, not once per endpoint.
+
     # Single-argument endpoints for keras.layers.TFSMLayer, which passes no `training`.
     @tf.function(input_signature=[encoder_input_spec()])
     def serve(self, inputs):
-        return _encode(self._encoder, inputs, False, self._xla_encoder)
+        return self.__call__(inputs, training=False)
 
     @tf.function(input_signature=[encoder_input_spec()])
     def call_training(self, inputs):
-        return _encode(self._encoder, inputs, True)
+        return self.__call__(inputs, training=True)
 
     @tf.function(input_signature=[encoder_input_spec()[name] for name in INPUT_NAMES])
     def serving_default(self, input_word_ids, input_mask, input_type_ids):
-        outputs = _encode(self._encoder, {"input_word_ids": input_word_ids, "input_mask": input_mask,
-                                          "input_type_ids": input_type_ids}, False,
-                          self._xla_encoder)
+        outputs = self.__call__({"input_word_ids": input_word_ids, "input_mask": input_mask,
+                                 "input_type_ids": input_type_ids}, training=False)
         return {name: outputs[name] for name in ("pooled_output", "sequence_output", "default")}
 
     def signatures(self):

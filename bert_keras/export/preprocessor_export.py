@@ -91,14 +91,16 @@ class TokenizeModule(_Exportable):
 class PackInputsModule(_Exportable):
     """`preprocessor.bert_pack_inputs`: one or two segments, ragged rank 1 or 2.
 
-    With `to_longest` (`preprocessor.bert_pack_inputs_to_longest`) the packed inputs are then
-    cut to the batch's longest sequence, rounded up to a multiple of 16
-    (`bert_keras.export.raw_text.cut_to_longest`).
+    Given `plain`, the `__call__` of such a module, it is `preprocessor.bert_pack_inputs_to_longest`:
+    the plain module's packed inputs cut to the batch's longest sequence, rounded up to a
+    multiple of 16 (`bert_keras.export.raw_text.cut_to_longest`).
     """
 
-    def __init__(self, special_ids, seq_length, to_longest=False):
+    def __init__(self, special_ids, seq_length, plain=None):
         super().__init__()
-        self._to_longest = to_longest
+        # Not tracked: the plain module is saved as `bert_pack_inputs`; its traced functions
+        # are called here, so the packing graphs are built (and written) once.
+        object.__setattr__(self, "_plain", plain)
         self._cls = special_ids["start_of_sequence_id"]
         self._sep = special_ids["end_of_segment_id"]
         self._pad = special_ids["padding_id"]
@@ -121,9 +123,12 @@ class PackInputsModule(_Exportable):
             # The default length calls the form traced with a `seq_length` tensor (a call in
             # the graph, not a second packing graph: half the traces at export).
             features = self.__call__(inputs, seq_length=tf.constant(self._default_seq_length))
-            if not self._to_longest:
+            if self._plain is None:
                 for value in features.values():
                     value.set_shape([None, self._default_seq_length])
+            return features
+        if self._plain is not None:
+            features, _ = cut_to_longest(self._plain(inputs, seq_length=seq_length), seq_length)
             return features
         segments = [flat_segment(segment) for segment in tf.nest.flatten(inputs)]
         checks = [tf.debugging.assert_greater_equal(
@@ -131,10 +136,7 @@ class PackInputsModule(_Exportable):
             message=f"seq_length must leave room for [CLS] and {len(segments)} [SEP]")]
         with tf.control_dependencies(checks):
             seq_length = tf.identity(seq_length)
-        features = pack_segments(segments, seq_length, self._cls, self._sep, self._pad)
-        if self._to_longest:
-            features, _ = cut_to_longest(features, seq_length)
-        return features
+        return pack_segments(segments, seq_length, self._cls, self._sep, self._pad)
 
 
 class PreprocessorModule(_Exportable):
@@ -156,8 +158,8 @@ class PreprocessorModule(_Exportable):
         self.tokenize = TokenizeModule(tokenizer, special_ids, int(tokenizer.vocab_size),
                                        self.vocab_file)
         self.bert_pack_inputs = PackInputsModule(special_ids, self._seq_length)
-        self.bert_pack_inputs_to_longest = PackInputsModule(special_ids, self._seq_length,
-                                                            to_longest=True)
+        self.bert_pack_inputs_to_longest = PackInputsModule(
+            special_ids, self._seq_length, plain=self.bert_pack_inputs.__call__)
         self.seq_length = tf.Variable(self._seq_length, trainable=False, name="seq_length")
         self.do_lower_case = tf.Variable(bool(tokenizer.lower_case), trainable=False,
                                          name="do_lower_case")

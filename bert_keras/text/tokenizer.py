@@ -117,21 +117,15 @@ class BertTokenizer(tf.Module):
                 token_out_type=tf.int32, unknown_token=UNKNOWN_TOKEN, no_pretokenization=False)
             self._fast_pattern = fast_path_pattern(self.lower_case)
 
-        spec = [tf.TensorSpec([None], tf.string)]
-        self._tokenize_fn = tf.function(self._tokenize_batch, input_signature=spec, autograph=False)
-        self._tokenize_merged_fn = tf.function(self._tokenize_merged_batch, input_signature=spec, autograph=False)
-        self._offsets_fn = tf.function(self._exact_tokenize_with_offsets, input_signature=spec, autograph=False)
-        self._basic_fn = tf.function(self._basic_tokenize_batch, input_signature=spec, autograph=False)
-
     # Public API -------------------------------------------------------------------------------
 
     def tokenize(self, strings):
         """Wordpiece ids: int32 RaggedTensor [batch, (words), (pieces)]."""
-        return self._call(self._tokenize_fn, strings)
+        return self._call(self._tokenize_batch, strings)
 
     def tokenize_merged(self, strings):
         """Wordpiece ids with the words merged: int32 RaggedTensor [batch, (pieces)]."""
-        return self._call(self._tokenize_merged_fn, strings)
+        return self._call(self._tokenize_merged_batch, strings)
 
     def tokenize_with_offsets(self, strings):
         """(ids, start_offsets, end_offsets), each a RaggedTensor [batch, (words), (pieces)].
@@ -142,18 +136,32 @@ class BertTokenizer(tf.Module):
         into several (Hangul syllables into jamo, "İ" into "i"), wordpieces from the same
         character share its span. Always uses the exact path.
         """
-        return self._call(self._offsets_fn, strings)
+        return self._call(self._exact_tokenize_with_offsets, strings)
 
     def basic_tokenize(self, strings):
         """The words after the original `BasicTokenizer`: string RaggedTensor [batch, (words)]."""
-        return self._call(self._basic_fn, strings)
+        return self._call(self._basic_tokenize_batch, strings)
 
     def get_special_tokens_dict(self):
         """The special ids and vocab size as int32 scalars, as in the TF Hub preprocessors."""
         values = dict(self.special_ids, vocab_size=self.vocab_size)
         return {key: tf.constant(value, tf.int32) for key, value in values.items()}
 
-    def _call(self, function, strings):
+    def _function(self, method):
+        """The `tf.function` of a batch method ([batch] strings), made on its first use: a
+        SavedModel holding this tokenizer then saves, and traces, only the methods its
+        functions call (each unused one cost seconds of tracing at every export)."""
+        name = f"_{method.__name__}_fn"
+        function = getattr(self, name, None)
+        if function is None:
+            with tf.init_scope():  # made outside any graph being traced
+                function = tf.function(method, input_signature=[tf.TensorSpec([None], tf.string)],
+                                       autograph=False)
+                setattr(self, name, function)
+        return function
+
+    def _call(self, method, strings):
+        function = self._function(method)
         strings = tf.convert_to_tensor(strings, tf.string)
         if strings.shape.rank == 0:
             return tf.nest.map_structure(lambda x: x[0], function(strings[tf.newaxis]))
