@@ -8,7 +8,9 @@
 
 Each round runs, for every checkout in turn, one process per export kind (preprocessor, encoder,
 and the raw-text task model when `--task_model_dir` is given), start-up included, and records
-its wall-clock seconds; each checkout's figure is the median of its rounds. A checkout is put
+its wall-clock seconds, then loads the export in another new process (`tf.saved_model.load`
+after importing TensorFlow and tensorflow-text, the load alone timed) and reads the size of its
+`saved_model.pb`; each checkout's figure is the median of its rounds. A checkout is put
 first on `PYTHONPATH`, so its `bert_keras` is the one the tool imports. The main job's export
 stage makes the same three exports in one process. Writes benchmarks/results/<--name>.json.
 """
@@ -53,6 +55,21 @@ def export_seconds(checkout, kind, model_dir, export_dir):
     return seconds
 
 
+LOAD = ("import sys, time\nimport tensorflow as tf\nimport tensorflow_text  # noqa: F401\n"
+        "start = time.perf_counter()\ntf.saved_model.load(sys.argv[1])\n"
+        "print(time.perf_counter() - start)\n")
+
+
+def load_seconds(export_dir):
+    """Seconds of `tf.saved_model.load(export_dir)` in a new process (imports not counted)."""
+    completed = subprocess.run([sys.executable, "-c", LOAD, export_dir], capture_output=True,
+                               text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+                               check=False)
+    if completed.returncode != 0:
+        raise SystemExit(f"loading {export_dir} failed:\n{completed.stderr[-3000:]}")
+    return float(completed.stdout.split()[-1])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model_dir", required=True, help="a pre-trained model directory")
@@ -67,6 +84,8 @@ def main():
         exports.append(("task", args.task_model_dir))
 
     seconds = {name: {kind: [] for kind, _ in exports} for name in checkouts}
+    loads = {name: {kind: [] for kind, _ in exports} for name in checkouts}
+    graph_bytes = {name: {} for name in checkouts}
     with tempfile.TemporaryDirectory() as scratch:
         for index in range(args.rounds):
             for number, (name, checkout) in enumerate(checkouts.items()):
@@ -74,19 +93,31 @@ def main():
                     # A new directory for every export: none replaces (removes) an earlier one.
                     export_dir = os.path.join(scratch, f"{index}_{number}_{kind}")
                     seconds[name][kind].append(export_seconds(checkout, kind, model_dir, export_dir))
-                    print(f"round {index + 1}: {name} {kind} {seconds[name][kind][-1]:.1f} s",
-                          flush=True)
-    rows = []
+                    loads[name][kind].append(load_seconds(export_dir))
+                    graph_bytes[name][kind] = os.path.getsize(
+                        os.path.join(export_dir, "saved_model.pb"))
+                    print(f"round {index + 1}: {name} {kind} {seconds[name][kind][-1]:.1f} s, "
+                          f"load {loads[name][kind][-1]:.2f} s", flush=True)
+    rows, load_rows = [], []
     for name in checkouts:
-        row = {"checkout": name}
+        row, load_row = {"checkout": name}, {"checkout": name}
         for kind, _ in exports:
             row[kind] = median(seconds[name][kind])
+            load_row[kind] = median(loads[name][kind])
+            load_row[f"{kind} pb KiB"] = graph_bytes[name][kind] // 1024
         row["all"] = sum(row[kind] for kind, _ in exports)
         rows.append(row)
+        load_rows.append(load_row)
+    print("export, seconds (whole process):")
     print_table(rows, ["checkout"] + [kind for kind, _ in exports] + ["all"])
+    print("load, seconds (tf.saved_model.load in a new process), and saved_model.pb size:")
+    print_table(load_rows, ["checkout"] + [kind for kind, _ in exports] +
+                [f"{kind} pb KiB" for kind, _ in exports])
     path = write_results(args.name, {"rounds": args.rounds, "checkouts": checkouts,
                                      "exports": dict(exports), "seconds": seconds,
-                                     "median_seconds": rows})
+                                     "median_seconds": rows, "load_seconds": loads,
+                                     "median_load_seconds": load_rows,
+                                     "saved_model_pb_bytes": graph_bytes})
     print(f"wrote {path}")
 
 

@@ -119,7 +119,22 @@ def test_results_json_holds_the_figures(finished_job):
     assert abs(seconds["total"] - sum(seconds[name] for name in main_job.STAGES)) < 0.2
 
 
-def test_the_classifier_served_in_a_fresh_process_is_the_fine_tuned_model(finished_job):
+CLASSIFY = ["a charming , funny and moving film .", "a dull , tedious waste of two hours ."]
+MASKED = ["The lobster is a species of [MASK] from the [MASK] Atlantic Ocean ."]
+
+
+@pytest.fixture(scope="module")
+def served(finished_job):
+    """The job's exports served in one fresh process: CLASSIFY classified, MASKED filled in."""
+    options, _ = finished_job
+    paths = options.paths()
+    return main_job.serve_in_fresh_process(
+        {"classifier": paths["classifier"], "classify_sentences": CLASSIFY,
+         "preprocessor": paths["preprocessor"], "encoder": paths["encoder"],
+         "vocab_file": paths["vocab"], "masked_sentences": MASKED}, paths["root"])
+
+
+def test_the_classifier_served_in_a_fresh_process_is_the_fine_tuned_model(finished_job, served):
     """The demo's classifications come from a process without bert_keras, and agree with the
     fine-tuned Keras model on the task's own features."""
     from bert_keras.finetuning.task import get_task
@@ -127,9 +142,7 @@ def test_the_classifier_served_in_a_fresh_process_is_the_fine_tuned_model(finish
 
     options, results = finished_job
     paths = options.paths()
-    sentences = ["a charming , funny and moving film .", "a dull , tedious waste of two hours ."]
-    response = main_job.serve_in_fresh_process(
-        {"classifier": paths["classifier"], "classify_sentences": sentences}, paths["root"])
+    sentences, response = CLASSIFY, served
     assert response["loaded_modules"] == []
     model, task_config = load_task_model(paths["finetuned"])
     assert task_config["pooling"] == options.finetune_pooling == "mean"  # the job's default
@@ -142,15 +155,12 @@ def test_the_classifier_served_in_a_fresh_process_is_the_fine_tuned_model(finish
     assert len(results["demo"]["classifications"]) == len(options.sentences_to_classify())
 
 
-def test_demo_predictions_match_the_in_memory_model(finished_job):
+def test_demo_predictions_match_the_in_memory_model(finished_job, served):
     options, _ = finished_job
     paths = options.paths()
-    sentences = ["The lobster is a species of [MASK] from the [MASK] Atlantic Ocean ."]
-    exported = main_job.serve_in_fresh_process(
-        {"preprocessor": paths["preprocessor"], "encoder": paths["encoder"],
-         "vocab_file": paths["vocab"], "masked_sentences": sentences}, paths["root"])
-    assert exported["loaded_modules"] == []
-    exported = exported["masked_word_predictions"]
+    sentences = MASKED
+    assert served["loaded_modules"] == []
+    exported = served["masked_word_predictions"]
     assert len(exported) == 1 and len(exported[0]) == 2
 
     # The same sentence through the Keras pre-training model of the model directory, built by

@@ -43,8 +43,9 @@ def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="f
     import keras
 
     if keras.backend.backend() != "tensorflow":
-        return _export_in_tensorflow_process(kind, model_dir, export_dir, seq_length, dtype,
-                                             max_windows, xla_batch_1)
+        return _export_in_tensorflow_process([dict(
+            kind=kind, model_dir=model_dir, export_dir=export_dir, seq_length=seq_length,
+            dtype=dtype, max_windows=max_windows, xla_batch_1=xla_batch_1)])[0]
     # Written beside export_dir and renamed into place: a killed export leaves no half-written
     # SavedModel; an earlier export is replaced, any other non-empty directory refused.
     try:
@@ -56,23 +57,49 @@ def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="f
     return export_dir
 
 
-def _export_in_tensorflow_process(*arguments):
+def export_many(exports):
+    """Several exports: `exports` is a list of dicts of `export_from_model_dir`'s arguments.
+    Returns their export directories.
+
+    The same as one `export_from_model_dir` call each, except on a backend other than
+    TensorFlow: there all of them run in one child process, which starts TensorFlow once.
+
+    >>> export_many([dict(kind="preprocessor", model_dir="models/minilm",  # doctest: +SKIP
+    ...                   export_dir="exports/preprocessor", seq_length=128),
+    ...              dict(kind="encoder", model_dir="models/minilm",
+    ...                   export_dir="exports/encoder")])
+    ['exports/preprocessor', 'exports/encoder']
+    """
+    import keras
+
+    exports = [dict(request) for request in exports]
+    for request in exports:
+        if request.get("kind") not in KINDS:
+            raise ValueError(f"unknown export kind {request.get('kind')!r}; use one of {KINDS}")
+    if exports and keras.backend.backend() != "tensorflow":
+        return _export_in_tensorflow_process(exports)
+    return [export_from_model_dir(**request) for request in exports]
+
+
+def _export_in_tensorflow_process(exports):
     import subprocess
     import sys
 
-    arguments = [os.fspath(value) if isinstance(value, os.PathLike) else value
-                 for value in arguments]
+    exports = [{name: os.fspath(value) if isinstance(value, os.PathLike) else value
+                for name, value in request.items()} for request in exports]
     # CPU only: the accelerator stays with this process (JAX holds a TPU, or a GPU's memory).
     env = dict(os.environ, KERAS_BACKEND="tensorflow", CUDA_VISIBLE_DEVICES="",
                TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
-    code = ("import json, sys; from bert_keras.export import export_from_model_dir; "
-            "export_from_model_dir(*json.loads(sys.argv[1]))")
-    process = subprocess.run([sys.executable, "-c", code, json.dumps(arguments)], env=env,
+    code = ("import json, sys; from bert_keras.export import export_many; "
+            "export_many(json.loads(sys.argv[1]))")
+    process = subprocess.run([sys.executable, "-c", code, json.dumps(exports)], env=env,
                              capture_output=True, text=True)
     if process.returncode:
-        raise RuntimeError(f"exporting {arguments[1]} as a {arguments[0]} SavedModel on the "
-                           f"TensorFlow backend failed:\n{process.stderr[-4000:]}")
-    return arguments[2]
+        what = ", ".join(f"{request['model_dir']} as a {request['kind']} SavedModel"
+                         for request in exports)
+        raise RuntimeError(f"exporting {what} on the TensorFlow backend failed:\n"
+                           f"{process.stderr[-4000:]}")
+    return [request["export_dir"] for request in exports]
 
 
 # What a SavedModel directory holds; an export replaces an earlier one with nothing else in it.
@@ -112,4 +139,4 @@ def read_export_info(export_dir):
 
 __all__ = ["ExportOptions", "EncoderModule", "build_encoder_module", "export_encoder",
            "read_export_info", "EXPORT_INFO_NAME",
-           "export_encoder_from_model_dir", "export_from_model_dir", "KINDS"]
+           "export_encoder_from_model_dir", "export_from_model_dir", "export_many", "KINDS"]

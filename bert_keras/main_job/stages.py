@@ -263,12 +263,12 @@ def write_random_init_model_dir(model_dir, output_dir, seed):
 
 
 def export_stage(options, paths):
-    from bert_keras.export import export_from_model_dir
+    from bert_keras.export import export_many
 
-    export_from_model_dir("preprocessor", paths["model"], paths["preprocessor"],
-                          seq_length=options.max_seq_length)
-    export_from_model_dir("encoder", paths["model"], paths["encoder"])
-    export_from_model_dir("task", paths["finetuned"], paths["classifier"])
+    export_many([dict(kind="preprocessor", model_dir=paths["model"],
+                      export_dir=paths["preprocessor"], seq_length=options.max_seq_length),
+                 dict(kind="encoder", model_dir=paths["model"], export_dir=paths["encoder"]),
+                 dict(kind="task", model_dir=paths["finetuned"], export_dir=paths["classifier"])])
     return {"summary": f"SavedModels in {os.path.dirname(paths['preprocessor'])}"}
 
 

@@ -282,13 +282,14 @@ for name in ("masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
 # masked-LM head). They load with TensorFlow and tensorflow-text alone, no `bert_keras`
 # (`import tensorflow_text` must come before `tf.saved_model.load`). Same as
 # `python tools/export_savedmodel.py --kind=preprocessor|encoder --model_dir=... --export_dir=...`.
+# On the JAX backend, `export_many` runs both exports in one TensorFlow child process.
 
 # %%
-from bert_keras.export import export_from_model_dir
+from bert_keras.export import export_many
 
-export_from_model_dir("preprocessor", paths["model"], paths["preprocessor"],
-                      seq_length=MAX_SEQ_LENGTH)
-export_from_model_dir("encoder", paths["model"], paths["encoder"])
+export_many([dict(kind="preprocessor", model_dir=paths["model"], export_dir=paths["preprocessor"],
+                  seq_length=MAX_SEQ_LENGTH),
+             dict(kind="encoder", model_dir=paths["model"], export_dir=paths["encoder"])])
 print(sorted(os.listdir(os.path.dirname(paths["encoder"]))))
 
 # %% [markdown]

@@ -294,6 +294,18 @@ def test_an_export_replaces_only_an_earlier_export(exports, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["encoder"]  # no temporary left behind
 
 
+def test_export_many_checks_every_kind_before_exporting_any(exports, tmp_path):
+    from bert_keras.export import export_many
+
+    with pytest.raises(ValueError, match="unknown export kind 'encodr'"):
+        export_many([dict(kind="encoder", model_dir=exports["model_dir"],
+                          export_dir=str(tmp_path / "encoder")),
+                     dict(kind="encodr", model_dir=exports["model_dir"],
+                          export_dir=str(tmp_path / "other"))])
+    assert os.listdir(tmp_path) == []
+    assert export_many([]) == []
+
+
 def test_unknown_dtype_is_a_clear_error(exports):
     from bert_keras.export import encoder_export
 

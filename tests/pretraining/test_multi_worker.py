@@ -88,20 +88,27 @@ def weights(directory):
     return model_dir.read_weights(str(directory))
 
 
-def test_two_workers_train_the_weights_of_one_process(data, tmp_path):
+@pytest.fixture(scope="module")
+def two_workers(data, tmp_path_factory):
+    """An uninterrupted two-worker run: (its output directory, each worker's output)."""
+    output_dir = tmp_path_factory.mktemp("two_workers") / "two"
+    return output_dir, finish(start_workers(data, output_dir))
+
+
+def test_two_workers_train_the_weights_of_one_process(data, two_workers, tmp_path):
     one = subprocess.run(command(data, tmp_path / "one", "cpu"), capture_output=True, text=True,
                          timeout=300, env=_env())
     assert one.returncode == 0, one.stderr[-4000:]
-    outputs = finish(start_workers(data, tmp_path / "two"))
+    two, outputs = two_workers
     for output in outputs:
         assert "CollectiveAllReduceStrategy with 2 replica(s)" in output, output[-3000:]
-    expected, got = weights(tmp_path / "one"), weights(tmp_path / "two")
+    expected, got = weights(tmp_path / "one"), weights(two)
     assert sorted(got) == sorted(expected)
     for name in expected:
         np.testing.assert_allclose(got[name], expected[name], atol=1e-5, rtol=0, err_msg=name)
 
 
-def test_a_killed_worker_resumes_from_the_last_checkpoint(data, tmp_path):
+def test_a_killed_worker_resumes_from_the_last_checkpoint(data, two_workers, tmp_path):
     output_dir = tmp_path / "killed"
     processes = start_workers(data, output_dir)
     index = output_dir / "checkpoints" / "checkpoint"
@@ -122,8 +129,7 @@ def test_a_killed_worker_resumes_from_the_last_checkpoint(data, tmp_path):
     saved = int(open(index).read().split('"')[1].rsplit("-", 1)[1])
     assert 0 < saved < STEPS
     finish(start_workers(data, output_dir))
-    reference = tmp_path / "reference"
-    finish(start_workers(data, reference))
-    got, expected = weights(output_dir), weights(reference)
+    # The reference: the same two workers, not interrupted.
+    got, expected = weights(output_dir), weights(two_workers[0])
     for name in expected:
         np.testing.assert_allclose(got[name], expected[name], atol=1e-5, rtol=0, err_msg=name)
