@@ -23,33 +23,37 @@ import pytest
 
 from support import backend_env
 
-_CHILD = textwrap.dedent('''
-    import json, sys
-    import numpy as np
-    import keras
-    from bert_keras.finetuning import FinetuningOptions
-    from bert_keras.finetuning.sweep import FinetuningSweep
-    from bert_keras.finetuning.run import predict
-    from bert_keras.finetuning.task import get_task
-    from bert_keras.modeldir import model_dir
+# One fine-tuning run, written to `output` (.npz and .json): run in this process (TensorFlow,
+# the suite's backend) and in a child process on JAX.
+_SWEEP = textwrap.dedent('''
+    def sweep_run(root, output):
+        import json
+        import numpy as np
+        import keras
+        from bert_keras.finetuning import FinetuningOptions
+        from bert_keras.finetuning.sweep import FinetuningSweep
+        from bert_keras.finetuning.run import predict
+        from bert_keras.finetuning.task import get_task
+        from bert_keras.modeldir import model_dir
 
-    root, output = sys.argv[1], sys.argv[2]
-    task = get_task("glue/sst2", root, f"{root}/model",
-                    FinetuningOptions(max_seq_length=12, dropout_rate=0.0))
-    train, dev = task.load("train", training=True), task.load("dev")
-    sweep = FinetuningSweep(task, model_dir.read_config(f"{root}/model"), train_batch_size=8)
-    result = sweep.run(model_dir.read_weights(f"{root}/model"), train, learning_rate=3e-3,
-                       epochs=2, seed=7, evaluate={"dev": dev})
-    if keras.backend.backend() == "jax":  # a model directory written under JAX, for export
-        from bert_keras.finetuning.task_models import save_task_model_dir
-        save_task_model_dir(sweep.model, f"{root}/finetuned_jax", sweep.config, task.vocab,
-                            task.do_lower_case, task.task_config())
-    np.savez(output, logits=np.asarray(predict(sweep.model, dev.inputs, 64)),
-             **{"w/" + name: value for name, value in sweep.weights().items()})
-    with open(output + ".json", "w") as f:
-        json.dump({"backend": keras.backend.backend(), "loss": result.train_loss,
-                   "steps": result.steps, "accuracy": result.metrics["dev"]["accuracy"]}, f)
+        task = get_task("glue/sst2", root, f"{root}/model",
+                        FinetuningOptions(max_seq_length=12, dropout_rate=0.0))
+        train, dev = task.load("train", training=True), task.load("dev")
+        sweep = FinetuningSweep(task, model_dir.read_config(f"{root}/model"), train_batch_size=8,
+                                dtype="float32")
+        result = sweep.run(model_dir.read_weights(f"{root}/model"), train, learning_rate=3e-3,
+                           epochs=2, seed=7, evaluate={"dev": dev})
+        if keras.backend.backend() == "jax":  # a model directory written under JAX, for export
+            from bert_keras.finetuning.task_models import save_task_model_dir
+            save_task_model_dir(sweep.model, f"{root}/finetuned_jax", sweep.config, task.vocab,
+                                task.do_lower_case, task.task_config())
+        np.savez(output, logits=np.asarray(predict(sweep.model, dev.inputs, 64)),
+                 **{"w/" + name: value for name, value in sweep.weights().items()})
+        with open(output + ".json", "w") as f:
+            json.dump({"backend": keras.backend.backend(), "loss": result.train_loss,
+                       "steps": result.steps, "accuracy": result.metrics["dev"]["accuracy"]}, f)
 ''')
+_CHILD = _SWEEP + "\nimport sys\nsweep_run(sys.argv[1], sys.argv[2])\n"
 
 POSITIVE = ["good", "great", "fine", "nice"]
 NEGATIVE = ["bad", "awful", "poor", "dull"]
@@ -82,11 +86,20 @@ def task_dir(tmp_path_factory):
 
 
 def _run(root, backend):
+    """The run on `backend`: on TensorFlow in this process, on JAX in a child process."""
     output = str(root / f"run_{backend}.npz")
-    env = backend_env(backend)
-    process = subprocess.run([sys.executable, "-c", _CHILD, str(root), output], env=env,
-                             capture_output=True, text=True, timeout=600)
-    assert process.returncode == 0, process.stderr[-6000:]
+    if backend == "tensorflow":
+        import keras
+
+        assert keras.backend.backend() == "tensorflow"
+        namespace = {}
+        exec(_SWEEP, namespace)  # pylint: disable=exec-used
+        namespace["sweep_run"](str(root), output)
+    else:
+        process = subprocess.run([sys.executable, "-c", _CHILD, str(root), output],
+                                 env=backend_env(backend), capture_output=True, text=True,
+                                 timeout=600)
+        assert process.returncode == 0, process.stderr[-6000:]
     with open(output + ".json", encoding="utf-8") as f:
         summary = json.load(f)
     arrays = dict(np.load(output))
