@@ -47,7 +47,9 @@ _SWEEP = textwrap.dedent('''
             from bert_keras.finetuning.task_models import save_task_model_dir
             save_task_model_dir(sweep.model, f"{root}/finetuned_jax", sweep.config, task.vocab,
                                 task.do_lower_case, task.task_config())
-        np.savez(output, logits=np.asarray(predict(sweep.model, dev.inputs, 64)),
+        # At the batch size `score` compiled (on JAX every batch shape compiles).
+        logits = predict(sweep.model, dev.inputs, sweep.eval_batch_size)
+        np.savez(output, logits=np.asarray(logits),
                  **{"w/" + name: value for name, value in sweep.weights().items()})
         with open(output + ".json", "w") as f:
             json.dump({"backend": keras.backend.backend(), "loss": result.train_loss,
