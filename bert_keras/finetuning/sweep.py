@@ -51,7 +51,8 @@ import keras
 import numpy as np
 
 from bert_keras import optimization
-from bert_keras.finetuning.run import create_finetuning_optimizer, make_dataset, predict
+from bert_keras.finetuning.run import (create_finetuning_optimizer, default_jit_compile,
+                                      make_dataset, predict)
 from bert_keras.finetuning.task_models import (TASK_PREFIX, initial_head_weights,  # noqa: F401
                                                random_encoder_weights, task_weight_map)
 from bert_keras.finetuning.glue import data as glue
@@ -113,7 +114,8 @@ class FinetuningSweep:
         self.optimizer = create_finetuning_optimizer(
             self.model, self.schedule, weight_decay=options.weight_decay,
             clip_norm=options.clip_norm)
-        self.model.compile(optimizer=self.optimizer, jit_compile=False, **task.compile_args())
+        self.model.compile(optimizer=self.optimizer, jit_compile=default_jit_compile(),
+                           **task.compile_args())
         self._dropout_seeds = [v for v in self.model.non_trainable_variables
                                if "seed_generator" in v.path]
 
