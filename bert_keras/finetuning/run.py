@@ -77,7 +77,8 @@ class FinetuningRunOptions:
     mixed_precision: str = optimization.dtype_option()
     seed: int = cli.seed_option(42, "Random seed.")
     steps_per_execution: int = option(1, "Training steps per compiled call (raise on TPUs).")
-    jit_compile: str = option("auto", "XLA; auto: on with a GPU.", choices=("auto", "true", "false"))
+    jit_compile: str = option("auto", "XLA; auto: on JAX, and on TensorFlow with a GPU.",
+                              choices=("auto", "true", "false"))
 
     def run(self, **options):
         """`run_finetuning` with these settings; `options`: fields of `FinetuningOptions`."""
