@@ -281,7 +281,6 @@ class MaskedLMModule(_Exportable):
     def __init__(self, encoder, mlm_head, encode):
         super().__init__()
         # Set without tracking: only the variables and functions are saved, not Keras objects.
-        object.__setattr__(self, "_encoder", encoder)
         object.__setattr__(self, "_mlm_head", mlm_head)
         object.__setattr__(self, "_encode", encode)
         with tracing_as_saved():
