@@ -29,6 +29,12 @@ provider with `intra_op_num_threads` = the cores, fed by the same HF fast tokeni
 carry `ratio_vs_onnxruntime` on ours. Without the packages the run stops and says so (pass
 `--no-onnxruntime` to leave the contender out knowingly).
 
+Our TensorFlow Lite export (`--lite`, on by default; `--kind=lite`, `bert_keras.export.lite`)
+is a contender of its own in a fourth process, in the rows padded to the longest and the pair
+classifier's: `LiteModel(export_dir)(texts)`, which tokenizes in plain Python (the original's
+ids), pads to the batch's longest text and runs the float32 model on TensorFlow Lite's XNNPACK
+kernels; rows `ours_lite*` carry their own ratios.
+
     python benchmarks/bench_end_to_end.py --model_dir=/tmp/minilm --hf_dir=<HF checkpoint dir>
 
 --model_dir is a bert_keras model directory (tools/convert_checkpoint.py makes one from the HF
@@ -77,6 +83,19 @@ def ours_encoder(preprocessor_dir, encoder_dir, lines, padding, seq_length):
             inputs = preprocessor(strings)
         outputs = encoder(inputs, training=False)["sequence_output"].numpy()
         return outputs, inputs["input_mask"].numpy()
+
+    return run
+
+
+def ours_lite_encoder(lite_dir, lines):
+    """Our lite export (`LiteModel`): (sequence_output, input_mask), padded to the longest."""
+    from bert_keras.export.lite import LiteModel
+
+    model = _load(lite_dir, lambda: LiteModel(lite_dir))
+
+    def run():
+        outputs = model(lines)
+        return outputs["sequence_output"], outputs["input_mask"]
 
     return run
 
@@ -170,6 +189,18 @@ def ours_pairs(export_dir, first, second):
     return run
 
 
+def ours_lite_pairs(lite_dir, first, second):
+    """Our lite export of the pair classifier (`LiteModel`): logits [batch, 2]."""
+    from bert_keras.export.lite import LiteModel
+
+    model = _load(lite_dir, lambda: LiteModel(lite_dir))
+
+    def run():
+        return model(first, second)["logits"]
+
+    return run
+
+
 def hf_pairs(classifier_dir, hf_dir, first, second, seq_length):
     """HF fast tokenizer (padding to the longest pair) + `BertForSequenceClassification`."""
     import torch
@@ -208,12 +239,14 @@ def calls_per_round(batch_size):
 
 
 def add_rows(rows, times, shared, ours, peers):
-    """One row per contender (median seconds of `times`); our row gets `ratio_vs_<peer>`."""
+    """One row per contender (median seconds of `times`); our rows (`ours`: a name or a tuple
+    of names) get `ratio_vs_<peer>`."""
+    ours = (ours,) if isinstance(ours, str) else tuple(ours)
     medians = {name: bench_common.median(values) for name, values in times.items()}
     for name, seconds in medians.items():
         row = dict(shared, contender=name, median_s=seconds,
                    seq_per_s=shared["batch"] / seconds, times_s=times[name])
-        if name == ours:
+        if name in ours:
             for peer, label in peers.items():
                 if peer in medians:
                     row[f"ratio_vs_{label}"] = medians[peer] / seconds
@@ -244,6 +277,9 @@ def encoder_rows(args, runner, paths, sentences):
             if args.onnxruntime:
                 setups["hf_fast_onnxruntime"] = ("onnx", onnx_encoder, dict(
                     case, onnx_path=paths["encoder_onnx"], hf_dir=paths["hf"]))
+            if "encoder_lite" in paths and padding == "longest":
+                setups["ours_lite"] = ("ours_lite", ours_lite_encoder, dict(
+                    lite_dir=paths["encoder_lite"], lines=lines))
             if "encoder_plain" in paths:
                 setups["ours_savedmodels_plain_graph"] = ("ours_plain", ours_encoder, dict(
                     case, preprocessor_dir=paths["preprocessor"],
@@ -264,7 +300,13 @@ def encoder_rows(args, runner, paths, sentences):
                 onnx_out = outputs["hf_fast_onnxruntime"][0][:, :length]
                 shared["max_abs_diff_onnxruntime"] = float(np.max(np.abs(
                     mine[:, :length][real] - onnx_out[real])))
-            add_rows(rows, times, shared, "ours_savedmodels",
+            if "ours_lite" in outputs:
+                lite_out, lite_mask = outputs["ours_lite"]
+                shared["padded_length"]["ours_lite"] = lite_out.shape[1]
+                assert (lite_mask[:, :length] == their_mask[:, :length]).all()
+                shared["max_abs_diff_lite"] = float(np.max(np.abs(
+                    mine[:, :length][real] - lite_out[:, :length][real])))
+            add_rows(rows, times, shared, ("ours_savedmodels", "ours_lite"),
                      {"hf_fast_torch": "peer", "hf_fast_onnxruntime": "onnxruntime"})
     return rows
 
@@ -299,6 +341,11 @@ def export_pair_classifier(args, paths, root):
     if args.plain_graph_too:
         paths["pair_export_plain"] = os.path.join(root, "pair_export_plain")
         export_task_from_model_dir(task_dir, paths["pair_export_plain"], xla_batch_1=False)
+    if args.lite:
+        from bert_keras.export import export_from_model_dir
+
+        paths["pair_lite"] = export_from_model_dir("lite", task_dir,
+                                                   os.path.join(root, "pair_lite"))
     if args.onnxruntime:
         paths["pair_onnx"] = os.path.join(root, "pair.onnx")
         export_onnx(hf_model, paths["pair_onnx"])
@@ -319,6 +366,9 @@ def task_pair_rows(args, runner, paths, sentences):
             setups["hf_fast_onnxruntime_classifier"] = ("onnx", onnx_pairs, dict(
                 onnx_path=paths["pair_onnx"], hf_dir=paths["hf"], first=first, second=second,
                 seq_length=args.seq_length))
+        if "pair_lite" in paths:
+            setups["ours_lite_classifier"] = ("ours_lite", ours_lite_pairs, dict(
+                lite_dir=paths["pair_lite"], first=first, second=second))
         if "pair_export_plain" in paths:
             setups["ours_task_savedmodel_plain_graph"] = ("ours_plain", ours_pairs, dict(
                 export_dir=paths["pair_export_plain"], first=first, second=second))
@@ -334,7 +384,10 @@ def task_pair_rows(args, runner, paths, sentences):
         if args.onnxruntime:
             shared["max_abs_diff_onnxruntime"] = float(np.max(np.abs(
                 mine - outputs["hf_fast_onnxruntime_classifier"])))
-        add_rows(rows, times, shared, "ours_task_savedmodel",
+        if "ours_lite_classifier" in outputs:
+            shared["max_abs_diff_lite"] = float(np.max(np.abs(
+                mine - outputs["ours_lite_classifier"])))
+        add_rows(rows, times, shared, ("ours_task_savedmodel", "ours_lite_classifier"),
                  {"hf_fast_torch_classifier": "peer",
                   "hf_fast_onnxruntime_classifier": "onnxruntime"})
     return rows
@@ -358,6 +411,9 @@ def main(argv=None):
     parser.add_argument("--isolation", default="process", choices=["process", "none"],
                         help="process: each runtime (ours, PyTorch, ONNX Runtime) in a process "
                              "of its own, as a server runs one; none: all in this process")
+    parser.add_argument("--lite", default=True, action=argparse.BooleanOptionalAction,
+                        help="Also time our TensorFlow Lite export (`--kind=lite`, LiteModel), "
+                             "in a process of its own, padded to the longest")
     parser.add_argument("--xla_batch_1", default=True, action=argparse.BooleanOptionalAction,
                         help="Export ours as the tools do by default: a batch of one runs an "
                              "XLA-compiled copy of the model (--no-xla_batch_1: the plain graph)")
@@ -403,6 +459,11 @@ def main(argv=None):
             paths["encoder_plain"] = os.path.join(root, "enc_plain")
             export_encoder_from_model_dir(args.model_dir, paths["encoder_plain"],
                                           xla_batch_1=False)
+        if args.lite:
+            from bert_keras.export import export_from_model_dir
+
+            paths["encoder_lite"] = export_from_model_dir("lite", args.model_dir,
+                                                          os.path.join(root, "encoder_lite"))
         if args.onnxruntime:
             paths["encoder_onnx"] = os.path.join(root, "encoder.onnx")
             export_onnx(transformers.BertModel.from_pretrained(hf_dir).eval(),
@@ -410,7 +471,8 @@ def main(argv=None):
         if args.task_pairs:
             export_pair_classifier(args, paths, root)
         workers = (["ours", "hf"] + (["onnx"] if args.onnxruntime else [])
-                   + (["ours_plain"] if args.plain_graph_too else []))
+                   + (["ours_plain"] if args.plain_graph_too else [])
+                   + (["ours_lite"] if args.lite else []))
         isolated = args.isolation == "process"
         runner_class = bench_common.IsolatedContenders if isolated else bench_common.InProcessContenders
         with runner_class(workers) as runner:
@@ -421,10 +483,11 @@ def main(argv=None):
           ">= 1.2 against ONNX Runtime at batch 32, >= 1.0 at batch 1):")
     bench_common.print_table(rows, ["padding", "batch", "contender", "median_s", "seq_per_s",
                                     "ratio_vs_peer", "ratio_vs_onnxruntime", "max_abs_diff",
-                                    "max_abs_diff_onnxruntime"])
+                                    "max_abs_diff_onnxruntime", "max_abs_diff_lite"])
     path = bench_common.write_results(args.name, {
         "benchmark": "end_to_end_raw_strings", "corpus": os.path.basename(args.corpus),
-        "isolation": args.isolation, "xla_batch_1": args.xla_batch_1, "machine": bench_common.cpu_description(),
+        "isolation": args.isolation, "xla_batch_1": args.xla_batch_1, "lite": args.lite,
+        "machine": bench_common.cpu_description(),
         "load_average_start": load_start, "rows": rows,
         "command": "python benchmarks/bench_end_to_end.py "
         + " ".join(argv if argv is not None else sys.argv[1:])})

@@ -1,21 +1,33 @@
-"""SavedModel export: TF Hub-style encoder and preprocessor, raw-text task models.
+"""SavedModel export: TF Hub-style encoder and preprocessor, raw-text task models; and a
+TensorFlow Lite export for serving one text at a time on a CPU (`lite`).
 
-Every export loads with only TensorFlow and tensorflow-text:
+Every SavedModel loads with only TensorFlow and tensorflow-text:
 
     import tensorflow as tf
     import tensorflow_text  # registers the tokenizer ops; must come before the load
     obj = tf.saved_model.load(export_dir)
 
-See docs/export.md.
+A lite export is served by `bert_keras.export.lite.LiteModel`, without TensorFlow. Importing
+this package does not import TensorFlow; exporting does. See docs/export.md.
 """
 
 import json
 import os
 
 from bert_keras.common.files import DirectoryInUseError, atomic_directory, write_text_atomic
-from bert_keras.export.encoder_export import (
-    EncoderModule, build_encoder_module, export_encoder, export_encoder_from_model_dir)
 from bert_keras.export.options import KINDS, ExportOptions
+
+# Imported on first use: `bert_keras.export.lite` serves without TensorFlow.
+_ENCODER_EXPORTS = ("EncoderModule", "build_encoder_module", "export_encoder",
+                    "export_encoder_from_model_dir")
+
+
+def __getattr__(name):
+    if name in _ENCODER_EXPORTS:
+        from bert_keras.export import encoder_export
+
+        return getattr(encoder_export, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 EXPORT_INFO_NAME = "export_info.json"
@@ -23,10 +35,12 @@ EXPORT_INFO_NAME = "export_info.json"
 
 def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="float32",
                           max_windows=None, xla_batch_1=True):
-    """Exports `model_dir` as a SavedModel of one kind ("preprocessor", "encoder" or "task").
+    """Exports `model_dir` as one kind: a SavedModel ("preprocessor", "encoder" or "task") or
+    a TensorFlow Lite model with its vocabulary ("lite", float32; `bert_keras.export.lite`).
 
-    `seq_length`: the preprocessor's default packed length (128 when None) or the task model's
-    window length (task_config.json's max_seq_length when None); unused by the encoder.
+    `seq_length`: the preprocessor's default packed length (128 when None) or the task and
+    lite models' window length (task_config.json's max_seq_length when None, else 128);
+    unused by the encoder.
     `dtype`: "float32" or "bfloat16" for the encoder and task graphs.
     `max_windows`: task models for SQuAD and NER read at most this many windows of a text
     (default 32).
@@ -38,8 +52,7 @@ def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="f
     A SavedModel is a TensorFlow graph: in a process whose Keras runs on another backend (JAX
     on a Colab TPU), the export runs in a child process on the TensorFlow backend, on the CPU.
     """
-    if kind not in KINDS:
-        raise ValueError(f"unknown export kind {kind!r}; use one of {KINDS}")
+    _check_request(kind, dtype)
     import keras
 
     if keras.backend.backend() != "tensorflow":
@@ -74,11 +87,17 @@ def export_many(exports):
 
     exports = [dict(request) for request in exports]
     for request in exports:
-        if request.get("kind") not in KINDS:
-            raise ValueError(f"unknown export kind {request.get('kind')!r}; use one of {KINDS}")
+        _check_request(request.get("kind"), request.get("dtype", "float32"))
     if exports and keras.backend.backend() != "tensorflow":
         return _export_in_tensorflow_process(exports)
     return [export_from_model_dir(**request) for request in exports]
+
+
+def _check_request(kind, dtype):
+    if kind not in KINDS:
+        raise ValueError(f"unknown export kind {kind!r}; use one of {KINDS}")
+    if kind == "lite" and dtype != "float32":
+        raise ValueError(f"--dtype: a lite export is float32 (its CPU kernels), got {dtype!r}")
 
 
 def _export_in_tensorflow_process(exports):
@@ -107,12 +126,21 @@ _SAVEDMODEL_ENTRIES = {"saved_model.pb", "variables", "assets", "assets.extra", 
 
 
 def _is_export(path):
-    return bool(read_export_info(path)) and set(os.listdir(path)) <= _SAVEDMODEL_ENTRIES
+    from bert_keras.export.lite import LITE_ENTRIES
+
+    entries = _SAVEDMODEL_ENTRIES | set(LITE_ENTRIES)
+    return bool(read_export_info(path)) and set(os.listdir(path)) <= entries
 
 
 def _export_into(kind, model_dir, export_dir, seq_length, dtype, max_windows, xla_batch_1):
     if kind == "encoder":
+        from bert_keras.export.encoder_export import export_encoder_from_model_dir
+
         export_encoder_from_model_dir(model_dir, export_dir, dtype=dtype, xla_batch_1=xla_batch_1)
+    elif kind == "lite":
+        from bert_keras.export.lite import export_lite_from_model_dir
+
+        export_lite_from_model_dir(model_dir, export_dir, seq_length=seq_length)
     elif kind == "preprocessor":
         from bert_keras.export.preprocessor_export import export_preprocessor_from_model_dir
         export_preprocessor_from_model_dir(model_dir, export_dir, seq_length=seq_length or 128)
@@ -122,7 +150,7 @@ def _export_into(kind, model_dir, export_dir, seq_length, dtype, max_windows, xl
                                    max_windows=max_windows, xla_batch_1=xla_batch_1)
     info = {"kind": kind, "dtype": None if kind == "preprocessor" else dtype,
             "model_dir": os.path.abspath(os.fspath(model_dir))}
-    if kind != "preprocessor":
+    if kind in ("encoder", "task"):
         info["xla_batch_1"] = bool(xla_batch_1 and dtype == "float32")
     write_text_atomic(os.path.join(export_dir, "assets.extra", EXPORT_INFO_NAME),
                       json.dumps(info, indent=2, sort_keys=True) + "\n")

@@ -10,7 +10,7 @@ import dataclasses
 
 from bert_keras.common.cli import option
 
-KINDS = ("preprocessor", "encoder", "task")
+KINDS = ("preprocessor", "encoder", "task", "lite")
 EXPORT_DTYPES = ("float32", "bfloat16", "auto")
 
 
@@ -18,9 +18,13 @@ EXPORT_DTYPES = ("float32", "bfloat16", "auto")
 class ExportOptions:
     kind: str = option(None, "What to export: preprocessor (TF Hub's BERT preprocessor API), "
                        "encoder (TF Hub's BERT encoder API) or task (raw text in, predictions "
-                       "out, for a fine-tuned directory).", choices=KINDS, required=True)
+                       "out, for a fine-tuned directory) SavedModels, or lite (a TensorFlow Lite model "
+                       "and its vocabulary, float32, for serving one text at a time on a CPU "
+                       "without TensorFlow: the encoder, or a fine-tuned classifier or "
+                       "regressor; bert_keras.export.lite.LiteModel serves it).",
+                       choices=KINDS, required=True)
     model_dir: str = option(None, "The model directory to export.", required=True)
-    export_dir: str = option(None, "Where the SavedModel goes.", required=True)
+    export_dir: str = option(None, "Where the export goes (a directory).", required=True)
     seq_length: int = option(None, "Preprocessor: the default packed length (128). Task: the "
                              "window length (default: max_seq_length of task_config.json).")
     dtype: str = option("float32", "Encoder and task: float32 (the default: exact, and the same "
@@ -45,7 +49,9 @@ class ExportOptions:
 
         return export_from_model_dir(self.kind, self.model_dir, self.export_dir,
                                      seq_length=self.seq_length,
-                                     dtype=resolve_dtype(self.dtype),
+                                     # A lite export is float32: its CPU kernels.
+                                     dtype="float32" if self.kind == "lite" and self.dtype == "auto"
+                                     else resolve_dtype(self.dtype),
                                      max_windows=self.max_windows,
                                      xla_batch_1=self.xla_batch_1)
 

@@ -40,7 +40,8 @@ def attention_mask_from_input_mask(input_mask, causal=False):
     Returns:
       float32 [batch, 1, 1, seq_length], or [batch, 1, seq_length, seq_length] when causal.
     """
-    mask = ops.cast(input_mask, "float32")[:, None, None, :]  # [batch, 1, 1, seq]
+    # expand_dims, not [:, None, None, :]: TensorFlow Lite has no strided slice adding axes.
+    mask = ops.expand_dims(ops.expand_dims(ops.cast(input_mask, "float32"), 1), 1)  # [batch, 1, 1, seq]
     if causal:
         seq_length = ops.shape(input_mask)[1]
         lower = ops.tril(ops.ones((seq_length, seq_length), "float32"))  # [seq, seq]

@@ -1,0 +1,331 @@
+"""TensorFlow Lite export for CPU serving of one text (or a few) at a time, without TensorFlow.
+
+At a batch of one, a BERT encoder is its weight matmuls at a few rows. TensorFlow's and XLA's
+CPU matmuls prepare ("pack") each weight matrix on every call, which at a few rows is most of
+the work; TensorFlow Lite's XNNPACK kernels pack the weights once, when the model loads (as
+ONNX Runtime does). On a 2-core CPU this serves a short sentence through MiniLM in about a
+third of the SavedModel's time (`docs/benchmarks.md`). Large batches stay the SavedModel's
+job: it computes the real tokens only, TensorFlow Lite every padded position.
+
+`export_from_model_dir("lite", model_dir, export_dir)` (or `tools/export_savedmodel.py
+--kind=lite`) writes a directory:
+
+- `model.tflite`: float32, the weights inside; its `serving_default` signature takes int32
+  [batch, seq_length] `input_word_ids`, `input_mask`, `input_type_ids` and returns the
+  encoder's `pooled_output` [batch, hidden] and `sequence_output` [batch, seq_length, hidden]
+  (a pre-trained model directory) or the fine-tuned head's `logits` [batch, outputs] (a
+  fine-tuned classification or regression directory, e.g. GLUE);
+- `vocab.txt` and `lite_config.json` (casing, special ids, window length, labels);
+- `assets.extra/export_info.json`, as every export (`read_export_info`).
+
+`LiteModel` serves such a directory from raw text. It needs NumPy and a TensorFlow Lite
+interpreter: `ai-edge-litert` (`pip install ai-edge-litert`, a 1-second start-up), else
+TensorFlow's own `tf.lite.Interpreter`. Texts are tokenized in plain Python with the original
+`tokenization.py` ids (`bert_keras.text.python_tokenizer`) and packed as fine-tuning packs them:
+`[CLS] A [SEP] (B [SEP])`, a pair too long losing wordpieces from the end of the longer text
+(`bert_keras.text.truncation`), the batch padded to its longest sequence. Its outputs equal
+the SavedModel exports' (`task` for a fine-tuned directory: `logits`, `probabilities`,
+`label_id`, `label_name`, or `score` for regression; `encoder`: `pooled_output`,
+`sequence_output` with zeros at padding) within float32 rounding.
+
+Example (a fine-tuned MRPC directory):
+
+>>> from bert_keras.export import export_from_model_dir  # doctest: +SKIP
+>>> export_from_model_dir("lite", "runs/mrpc", "exports/mrpc_lite")  # doctest: +SKIP
+>>> from bert_keras.export.lite import LiteModel  # doctest: +SKIP
+>>> LiteModel("exports/mrpc_lite")(["He left."], ["He went away."])["label_name"]  # doctest: +SKIP
+array(['1'], dtype=object)
+"""
+
+import json
+import os
+import shutil
+
+import numpy as np
+
+from bert_keras.text.python_tokenizer import PythonBertTokenizer
+from bert_keras.text.truncation import truncated_pair_lengths
+
+LITE_MODEL_NAME = "model.tflite"
+LITE_CONFIG_NAME = "lite_config.json"
+LITE_VOCAB_NAME = "vocab.txt"
+# What a lite export directory holds (besides assets.extra/).
+LITE_ENTRIES = (LITE_MODEL_NAME, LITE_CONFIG_NAME, LITE_VOCAB_NAME)
+# Fine-tuned heads a lite export serves.
+LITE_HEADS = ("classification", "regression")
+INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+# The largest difference allowed between the converted model and the Keras model on the
+# export's check window (float32 outputs of order 1).
+CONVERSION_TOLERANCE = 1e-3
+
+
+class LiteExportError(ValueError):
+    """A model directory that cannot be exported as a lite model, or a bad lite export."""
+
+
+# ---------------------------------------------------------------------------------- export
+def export_lite_from_model_dir(model_dir, export_dir, seq_length=None):
+    """Writes the lite export of `model_dir` into the existing directory `export_dir`.
+
+    `seq_length`: the longest window a request is cut to (default: task_config.json's
+    max_seq_length for a fine-tuned directory, else 128); at most max_position_embeddings.
+    Raises `LiteExportError` for a head other than classification or regression, and when the
+    converted model's outputs differ from the Keras model's on a check window.
+    """
+    import tensorflow as tf
+    from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+
+    from bert_keras.model.layers.unpadding import unpadded_inference
+    from bert_keras.modeldir import model_dir as model_dir_lib
+
+    model_dir = os.fspath(model_dir)
+    config = model_dir_lib.read_config(model_dir)
+    vocab = model_dir_lib.read_vocab(model_dir, config)
+    lower_case = model_dir_lib.read_do_lower_case(model_dir, vocab)
+    task_config = model_dir_lib.read_task_config(model_dir)
+    lite_config = {"lower_case": lower_case, **vocab.special_ids()}
+    if task_config is None:
+        model, _ = _encoder(model_dir, config)
+        lite_config.update(kind="encoder", outputs=["pooled_output", "sequence_output"],
+                           text_pair=None)
+        default_length = 128
+    else:
+        model, head = _task_model(model_dir, task_config)
+        lite_config.update(kind=head, outputs=["logits"], text_pair=_is_pair(task_config),
+                           task=task_config.get("task"))
+        if head == "classification":
+            from bert_keras.export.raw_text import label_names
+
+            lite_config["label_names"] = label_names(task_config, model.head.num_classes)
+        default_length = task_config.get("max_seq_length") or 128
+    seq_length = int(seq_length or default_length)
+    if not 3 <= seq_length <= config.max_position_embeddings:
+        raise LiteExportError(f"--seq_length: {seq_length} must be between 3 and "
+                              f"max_position_embeddings ({config.max_position_embeddings})")
+    lite_config["seq_length"] = seq_length
+
+    specs = [tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES]
+
+    def call(input_word_ids, input_mask, input_type_ids):
+        features = {"input_word_ids": input_word_ids, "input_mask": input_mask,
+                    "input_type_ids": input_type_ids}
+        # Every position computed (no data-dependent gathers): the request is cut to its
+        # longest text already, and TensorFlow Lite runs static graphs best.
+        with unpadded_inference(False):
+            outputs = model(features, training=False)
+        if lite_config["kind"] == "encoder":
+            return {name: tf.cast(outputs[name], tf.float32) for name in lite_config["outputs"]}
+        return {"logits": tf.cast(outputs, tf.float32)}
+
+    concrete = tf.function(call, input_signature=specs, autograph=False).get_concrete_function()
+    frozen = convert_variables_to_constants_v2(concrete)
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([frozen], tf.Module())
+    flatbuffer = converter.convert()
+
+    with open(os.path.join(export_dir, LITE_MODEL_NAME), "wb") as f:
+        f.write(flatbuffer)
+    shutil.copyfile(model_dir_lib.vocab_path(model_dir), os.path.join(export_dir, LITE_VOCAB_NAME))
+    with open(os.path.join(export_dir, LITE_CONFIG_NAME), "w", encoding="utf-8") as f:
+        json.dump(lite_config, f, indent=2, sort_keys=True)
+        f.write("\n")
+    _check_conversion(export_dir, concrete, lite_config)
+    return export_dir
+
+
+def _encoder(model_dir, config):
+    from bert_keras.export.encoder_export import build_keras_models
+    from bert_keras.modeldir import model_dir as model_dir_lib
+
+    weights = model_dir_lib.read_weights(model_dir)
+    return build_keras_models(config, weights, "float32", with_mlm=False,
+                              source=os.path.join(model_dir, model_dir_lib.WEIGHTS_NAME))
+
+
+def _task_model(model_dir, task_config):
+    from bert_keras.finetuning.task_models import load_task_model
+
+    head = task_config.get("head")
+    if head not in LITE_HEADS:
+        raise LiteExportError(
+            f"{model_dir}: head {head!r} has no lite export; --kind=lite serves the encoder of "
+            f"a pre-trained directory and the {' and '.join(LITE_HEADS)} heads (--kind=task "
+            "exports every head as a SavedModel)")
+    model, _ = load_task_model(model_dir, dtype="float32")
+    return model, head
+
+
+def _is_pair(task_config):
+    from bert_keras.export.classification_serving import _is_pair_task
+
+    return _is_pair_task(task_config)
+
+
+def _check_conversion(export_dir, concrete, lite_config):
+    """The converted model against the Keras model on a window of every token kind."""
+    import tensorflow as tf
+
+    ids = np.array([[lite_config["start_of_sequence_id"], lite_config["unknown_id"],
+                     lite_config["mask_id"], lite_config["end_of_segment_id"],
+                     lite_config["padding_id"]]], np.int32)
+    features = {"input_word_ids": ids, "input_mask": np.array([[1, 1, 1, 1, 0]], np.int32),
+                "input_type_ids": np.array([[0, 0, 1, 1, 0]], np.int32)}
+    expected = concrete(**{name: tf.constant(value) for name, value in features.items()})
+    served = _Runner(os.path.join(export_dir, LITE_MODEL_NAME), lite_config["outputs"], 1)
+    got = served(features)
+    for name in lite_config["outputs"]:
+        difference = float(np.max(np.abs(got[name] - expected[name].numpy())))
+        if not difference <= CONVERSION_TOLERANCE:
+            raise LiteExportError(f"{export_dir}: the TensorFlow Lite model's {name} differs from "
+                                  f"the Keras model's by {difference:.3g}")
+
+
+# --------------------------------------------------------------------------------- serving
+def _interpreter_class():
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError:
+        try:
+            import tensorflow as tf
+        except ImportError:
+            raise ImportError("serving a lite export needs a TensorFlow Lite interpreter: "
+                              "pip install ai-edge-litert (or tensorflow)") from None
+        Interpreter = tf.lite.Interpreter
+    return Interpreter
+
+
+class _Runner:
+    """`model.tflite`'s `serving_default` on a dict of int32 inputs; outputs by name. The
+    interpreter is resized only when the inputs' shape changes (its signature runner
+    re-plans every call)."""
+
+    def __init__(self, path, output_names, num_threads):
+        self._interpreter = _interpreter_class()(model_path=path, num_threads=num_threads)
+        signature = self._interpreter.get_signature_runner("serving_default")
+        # The converter names the outputs output_0, output_1, ... in the order of their
+        # sorted names (the order TensorFlow flattens a dict in).
+        names = {f"output_{index}": name for index, name in enumerate(sorted(output_names))}
+        self._inputs = {name: detail["index"]
+                        for name, detail in signature.get_input_details().items()}
+        self._outputs = {names[key]: detail["index"]
+                         for key, detail in signature.get_output_details().items()}
+        self._shape = None
+
+    def __call__(self, features):
+        interpreter = self._interpreter
+        shape = features["input_word_ids"].shape
+        if shape != self._shape:
+            for index in self._inputs.values():
+                interpreter.resize_tensor_input(index, shape)
+            interpreter.allocate_tensors()
+            self._shape = shape
+        for name, index in self._inputs.items():
+            interpreter.set_tensor(index, np.ascontiguousarray(features[name], np.int32))
+        interpreter.invoke()
+        return {name: interpreter.get_tensor(index) for name, index in self._outputs.items()}
+
+
+class LiteModel:
+    """A lite export, served from raw text (see the module docstring).
+
+    Args:
+      export_dir: a directory written by `export_from_model_dir("lite", ...)`.
+      num_threads: the interpreter's threads (default: the machine's cores).
+
+    Call with `text_a` (a list of str, or one str) and, for sentence pairs, `text_b` of the
+    same length; returns a dict of NumPy arrays with one row per text:
+
+    - a fine-tuned classifier: `logits`, `probabilities` float32 [batch, labels], `label_id`
+      int32 [batch], `label_name` object (str) [batch]; regression: `score` float32 [batch];
+    - an encoder: `pooled_output` float32 [batch, hidden], `sequence_output` float32
+      [batch, longest, hidden] (zeros at padding), and the packed `input_mask`.
+
+    `features(text_a, text_b)` gives the packed int32 inputs alone.
+    """
+
+    def __init__(self, export_dir, num_threads=None):
+        self.export_dir = os.fspath(export_dir)
+        path = os.path.join(self.export_dir, LITE_CONFIG_NAME)
+        if not os.path.exists(path):
+            raise LiteExportError(f"{self.export_dir}: no {LITE_CONFIG_NAME}; not a lite export "
+                                  "(tools/export_savedmodel.py --kind=lite writes one)")
+        with open(path, encoding="utf-8") as f:
+            self.config = json.load(f)
+        self.kind = self.config["kind"]
+        self.seq_length = int(self.config["seq_length"])
+        self.tokenizer = PythonBertTokenizer(os.path.join(self.export_dir, LITE_VOCAB_NAME),
+                                             self.config["lower_case"])
+        self._runner = _Runner(os.path.join(self.export_dir, LITE_MODEL_NAME),
+                               self.config["outputs"], int(num_threads or os.cpu_count() or 1))
+
+    def features(self, text_a, text_b=None):
+        """The packed inputs: int32 [batch, longest] `input_word_ids`, `input_mask`,
+        `input_type_ids`, as fine-tuning and the SavedModel exports pack them."""
+        text_a = [text_a] if isinstance(text_a, (str, bytes)) else list(text_a)
+        pair = self.config.get("text_pair")
+        if text_b is not None:
+            text_b = [text_b] if isinstance(text_b, (str, bytes)) else list(text_b)
+            if pair is False:
+                raise LiteExportError(f"{self.export_dir}: this task takes one text; got text_b")
+            if len(text_b) != len(text_a):
+                raise LiteExportError(f"text_b has {len(text_b)} texts, text_a {len(text_a)}")
+        elif pair:
+            raise LiteExportError(f"{self.export_dir}: this task takes text pairs; text_b missing")
+        rows = []
+        for index, text in enumerate(text_a):
+            a = self.tokenizer.tokenize(text)
+            if text_b is None:
+                rows.append((a[:self.seq_length - 2], None))
+            else:
+                b = self.tokenizer.tokenize(text_b[index])
+                keep_a, keep_b = truncated_pair_lengths(len(a), len(b), self.seq_length - 3)
+                rows.append((a[:int(keep_a)], b[:int(keep_b)]))
+        return self._pack(rows)
+
+    def _pack(self, rows):
+        cls, sep = self.config["start_of_sequence_id"], self.config["end_of_segment_id"]
+        lengths = [len(a) + 2 + (0 if b is None else len(b) + 1) for a, b in rows]
+        shape = (len(rows), max(lengths, default=2))
+        ids = np.full(shape, self.config["padding_id"], np.int32)
+        mask, types = np.zeros(shape, np.int32), np.zeros(shape, np.int32)
+        for row, ((a, b), length) in enumerate(zip(rows, lengths)):
+            first = [cls, *a, sep]
+            ids[row, :len(first)] = first
+            if b is not None:
+                ids[row, len(first):length] = [*b, sep]
+                types[row, len(first):length] = 1
+            mask[row, :length] = 1
+        return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
+
+    def __call__(self, text_a, text_b=None):
+        features = self.features(text_a, text_b)
+        if not len(features["input_word_ids"]):
+            return self._empty()
+        outputs = self._runner(features)
+        if self.kind == "encoder":
+            return {"pooled_output": outputs["pooled_output"],
+                    "sequence_output": outputs["sequence_output"] * features["input_mask"][:, :, None],
+                    "input_mask": features["input_mask"]}
+        logits = outputs["logits"]
+        if self.kind == "regression":
+            return {"score": logits[:, 0]}
+        shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        label_id = logits.argmax(axis=-1).astype(np.int32)
+        return {"logits": logits, "probabilities": shifted / shifted.sum(axis=-1, keepdims=True),
+                "label_id": label_id,
+                "label_name": np.array(self.config["label_names"], object)[label_id]}
+
+    def _empty(self):
+        if self.kind == "encoder":
+            return {"pooled_output": np.zeros([0, 0], np.float32),
+                    "sequence_output": np.zeros([0, 0, 0], np.float32),
+                    "input_mask": np.zeros([0, 0], np.int32)}
+        if self.kind == "regression":
+            return {"score": np.zeros([0], np.float32)}
+        labels = len(self.config["label_names"])
+        return {"logits": np.zeros([0, labels], np.float32),
+                "probabilities": np.zeros([0, labels], np.float32),
+                "label_id": np.zeros([0], np.int32), "label_name": np.zeros([0], object)}
+
+
+__all__ = ["LiteModel", "LiteExportError", "export_lite_from_model_dir", "LITE_HEADS",
+           "LITE_MODEL_NAME", "LITE_CONFIG_NAME"]
