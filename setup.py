@@ -36,7 +36,11 @@ setup(
         # JAX on the CPU: the suite compares fine-tuning on the Keras JAX backend with TensorFlow.
         # pytest-xdist: the suite runs in two processes, a test file at a time in each
         # (`-n 2 --dist loadfile`, so that a file's module fixtures are built once).
-        "test": ["pytest", "pytest-xdist", "nbclient", "nbformat", "ipykernel", "jax[cpu]"],
+        # ai-edge-litert: the lite export's tests serve it in a process without TensorFlow.
+        "test": ["pytest", "pytest-xdist", "nbclient", "nbformat", "ipykernel", "jax[cpu]",
+                 "ai-edge-litert"],
+        # Serving a `--kind=lite` export (bert_keras.export.lite.LiteModel) without TensorFlow.
+        "lite": ["ai-edge-litert"],
         "tfds": ["tensorflow-datasets"],
         # Training on the Keras JAX backend (KERAS_BACKEND=jax): JAX for the CPU here; on a TPU
         # or GPU install JAX's build for it ("jax[tpu]", "jax[cuda12]"; Colab's TPU runtime has it).

@@ -11,7 +11,10 @@ weight matmuls (per layer: query, key, value and attention output 384 x 384, fee
 - `tf_xla_transposed`: XLA on kernels stored [out, in] (`transpose_b`);
 - `torch`: PyTorch eager under `inference_mode`;
 - `onnxruntime`: ONNX Runtime on the same chain (MatMul nodes, weights as initializers, which
-  it pre-packs when the session starts), `intra_op_num_threads` = the cores.
+  it pre-packs when the session starts), `intra_op_num_threads` = the cores;
+- `tflite`: the chain converted to TensorFlow Lite (weights as constants), run by its
+  interpreter with the cores as threads: XNNPACK's kernels, which also pack the weights once
+  (what `--kind=lite` exports serve with).
 
     python benchmarks/bench_small_matmuls.py --rows=16,9,1
 
@@ -54,6 +57,35 @@ def tensorflow_contenders(kernels, x):
     xla_t = tf.function(lambda h: chain(h, transposed, True), jit_compile=True, autograph=False)
     return {"tf_graph": lambda: graph(inputs).numpy(), "tf_xla": lambda: xla(inputs).numpy(),
             "tf_xla_transposed": lambda: xla_t(inputs).numpy()}
+
+
+def tflite_contender(kernels, x):
+    import tensorflow as tf
+
+    from bert_keras.export.lite import _interpreter_class
+
+    constants = [tf.constant(kernel) for kernel in kernels]
+
+    @tf.function(input_signature=[tf.TensorSpec([None, HIDDEN], tf.float32)], autograph=False)
+    def chain(hidden):
+        for matrix in constants:
+            hidden = tf.matmul(hidden, matrix)
+        return hidden
+
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([chain.get_concrete_function()],
+                                                                tf.Module())
+    interpreter = _interpreter_class()(model_content=converter.convert(),
+                                       num_threads=os.cpu_count())
+    inputs, = interpreter.get_input_details()
+    interpreter.resize_tensor_input(inputs["index"], x.shape)
+    interpreter.allocate_tensors()
+    output = interpreter.get_output_details()[0]["index"]
+
+    def run():
+        interpreter.set_tensor(inputs["index"], x)
+        interpreter.invoke()
+        return interpreter.get_tensor(output)
+    return {"tflite": run}
 
 
 def torch_contender(kernels, x):
@@ -105,7 +137,7 @@ def main(argv=None):
     for rows in [int(value) for value in args.rows.split(",")]:
         x = np.random.default_rng(rows).normal(size=(rows, HIDDEN)).astype(np.float32)
         contenders = {**tensorflow_contenders(kernels, x), **torch_contender(kernels, x),
-                      **onnxruntime_contender(kernels, x)}
+                      **onnxruntime_contender(kernels, x), **tflite_contender(kernels, x)}
         reference = contenders["tf_graph"]()
         for name, run in contenders.items():  # the same chain everywhere
             np.testing.assert_allclose(run(), reference, rtol=1e-3, atol=1e-5, err_msg=name)

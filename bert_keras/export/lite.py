@@ -239,7 +239,8 @@ class LiteModel:
     - an encoder: `pooled_output` float32 [batch, hidden], `sequence_output` float32
       [batch, longest, hidden] (zeros at padding), and the packed `input_mask`.
 
-    `features(text_a, text_b)` gives the packed int32 inputs alone.
+    `features(text_a, text_b)` gives the packed int32 inputs alone. One `LiteModel` serves one
+    call at a time (its interpreter holds the call's tensors): give each serving thread its own.
     """
 
     def __init__(self, export_dir, num_threads=None):
