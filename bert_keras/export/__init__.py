@@ -41,7 +41,8 @@ def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="f
     `seq_length`: the preprocessor's default packed length (128 when None) or the task and
     lite models' window length (task_config.json's max_seq_length when None, else 128);
     unused by the encoder.
-    `dtype`: "float32" or "bfloat16" for the encoder and task graphs.
+    `dtype`: "float32" or "bfloat16" for the encoder and task graphs; "float32" or "int8"
+    (dynamic-range quantized weights) for a lite export.
     `max_windows`: task models for SQuAD and NER read at most this many windows of a text
     (default 32).
     `xla_batch_1`: float32 encoder and task graphs run inference on a batch of one through an
@@ -96,8 +97,11 @@ def export_many(exports):
 def _check_request(kind, dtype):
     if kind not in KINDS:
         raise ValueError(f"unknown export kind {kind!r}; use one of {KINDS}")
-    if kind == "lite" and dtype != "float32":
-        raise ValueError(f"--dtype: a lite export is float32 (its CPU kernels), got {dtype!r}")
+    if kind == "lite" and dtype not in ("float32", "int8"):
+        raise ValueError(f"--dtype: a lite export is float32 or int8, got {dtype!r}")
+    if kind != "lite" and dtype == "int8":
+        raise ValueError(f"--dtype: int8 is for --kind=lite only (the {kind} SavedModel is "
+                         "float32 or bfloat16)")
 
 
 def _export_in_tensorflow_process(exports):
@@ -140,7 +144,7 @@ def _export_into(kind, model_dir, export_dir, seq_length, dtype, max_windows, xl
     elif kind == "lite":
         from bert_keras.export.lite import export_lite_from_model_dir
 
-        export_lite_from_model_dir(model_dir, export_dir, seq_length=seq_length)
+        export_lite_from_model_dir(model_dir, export_dir, seq_length=seq_length, dtype=dtype)
     elif kind == "preprocessor":
         from bert_keras.export.preprocessor_export import export_preprocessor_from_model_dir
         export_preprocessor_from_model_dir(model_dir, export_dir, seq_length=seq_length or 128)

@@ -83,6 +83,8 @@ def dirs(tmp_path_factory):
                                         task_config)
     for name in ("classification", "regression", "sentence"):
         export_from_model_dir("lite", result[name], str(root / f"{name}_lite"))
+    export_from_model_dir("lite", result["classification"], str(root / "classification_int8"),
+                          dtype="int8")
     # The encoder through the command line, at a window shorter than the default.
     result["cli"] = _cli(f"--model_dir={result['pretrained']}", "--kind=lite",
                          f"--export_dir={root / 'pretrained_lite'}", "--seq_length=20")
@@ -108,6 +110,10 @@ _CHILD = textwrap.dedent('''
         results[name + "_one_by_one"] = [model(a, b) for a, b in zip(text_a, text_b)]
         results[name + "_empty"] = model([], [])
     results["sentence"] = LiteModel(f"{root}/sentence_lite")(text_a)
+    int8 = LiteModel(f"{root}/classification_int8")
+    results["int8"] = int8(text_a, text_b)
+    results["int8_tensor_dtypes"] = sorted({str(detail["dtype"].__name__) for detail in
+                                            int8._runner._interpreter.get_tensor_details()})
     encoder = LiteModel(f"{root}/pretrained_lite", num_threads=1)
     results["encoder"] = encoder(text_a)
     results["encoder_pairs"] = encoder(text_a, text_b)
@@ -178,6 +184,18 @@ def test_classifier_and_regressor_match_the_raw_text_savedmodel(dirs, served):
     assert served["regression_empty"]["score"].shape == (0,)
 
 
+def test_int8_weights_stay_close_to_the_float32_model(dirs, served):
+    from bert_keras.export import read_export_info
+
+    assert read_export_info(dirs["root"] / "classification_int8")["dtype"] == "int8"
+    assert "int8" in served["int8_tensor_dtypes"]  # quantized weights are stored
+    float32, int8 = served["classification"]["logits"], served["int8"]["logits"]
+    difference = np.abs(int8 - float32).max()
+    assert 0 < difference <= 0.1 * np.abs(float32).max()
+    agree = np.mean(served["int8"]["label_id"] == served["classification"]["label_id"])
+    assert agree >= 0.8, agree
+
+
 def test_encoder_reads_the_in_graph_tokenizers_ids_and_matches_the_encoder_export(dirs, served):
     import tensorflow as tf
 
@@ -224,7 +242,9 @@ def test_heads_without_a_lite_export_and_other_dtypes_are_refused(dirs, tmp_path
     with pytest.raises(LiteExportError, match="head 'span' has no lite export"):
         export_from_model_dir("lite", dirs["squad"], str(tmp_path / "squad_lite"))
     assert not (tmp_path / "squad_lite").exists()
-    with pytest.raises(ValueError, match="--dtype: a lite export is float32"):
+    with pytest.raises(ValueError, match="--dtype: int8 is for --kind=lite only"):
+        export_from_model_dir("encoder", dirs["pretrained"], str(tmp_path / "e"), dtype="int8")
+    with pytest.raises(ValueError, match="--dtype: a lite export is float32 or int8"):
         export_many([dict(kind="lite", model_dir=dirs["pretrained"],
                           export_dir=str(tmp_path / "x"), dtype="bfloat16")])
     with pytest.raises(LiteExportError, match="--seq_length: 500"):
