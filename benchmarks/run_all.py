@@ -15,6 +15,9 @@ With --model_dir (a pre-trained model directory, e.g. the main job's), the froze
 of its transfer to SST-2 runs too (benchmarks/bench_transfer_probe.py, under a minute), and the
 job's comparison on mixes of its pre-trained and fresh weights (benchmarks/bench_transfer_parts.py,
 about 6 minutes), and the seconds of its exports as whole processes (benchmarks/bench_export.py).
+With --finetuned_dirs (fine-tuned GLUE model directories, e.g. glue/mrpc=runs/mrpc,glue/sst2=runs/sst2)
+and the GLUE folder, the lite export's int8 weights are scored against float32 on the dev splits
+(benchmarks/bench_lite_accuracy.py, a few minutes).
 With --gpu, the pre-training step of BERT-base and BERT-large runs on the GPU too, Keras on the
 JAX backend (needs `jax` with CUDA and `keras-hub`; see docs/benchmarks.md), with model FLOPs
 utilization against --peak_tflops, and BERT-large with the fused attention at seq 128 and 512.
@@ -28,7 +31,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def commands(quick, wikitext_dir, glue_dir, gpu_peak_tflops=None, model_dir=None):
+def commands(quick, wikitext_dir, glue_dir, gpu_peak_tflops=None, model_dir=None,
+             finetuned_dirs=None):
     python = sys.executable
     runs = [
         [python, os.path.join(HERE, "bench_tokenizer.py")],
@@ -73,6 +77,9 @@ def commands(quick, wikitext_dir, glue_dir, gpu_peak_tflops=None, model_dir=None
                  trajectory + ["--task=squad_v2", "--batch_size=8", "--epochs=8"],
                  trajectory + ["--task=squad_v2", "--batch_size=8", "--epochs=8",
                                "--train_pad_row"]]
+    if finetuned_dirs and os.path.isdir(glue_dir):
+        runs.append([python, os.path.join(HERE, "bench_lite_accuracy.py"),
+                     f"--model_dirs={finetuned_dirs}", f"--glue_dir={glue_dir}"])
     if model_dir:
         runs += [[python, os.path.join(HERE, name), f"--model_dir={model_dir}"]
                  for name in ("bench_transfer_probe.py", "bench_transfer_parts.py",
@@ -97,10 +104,14 @@ def main():
                         help="a pre-trained model directory (e.g. the main job's "
                              "bert_keras_work/model) for bench_transfer_probe.py and "
                              "bench_transfer_parts.py and bench_export.py (skipped without)")
+    parser.add_argument("--finetuned_dirs", default=None,
+                        help="glue/<task>=<fine-tuned model directory>, comma-separated, for "
+                             "bench_lite_accuracy.py (skipped without)")
     args = parser.parse_args()
     failed = []
     for command in commands(args.quick, args.wikitext_dir, args.glue_dir,
-                            args.peak_tflops if args.gpu else None, args.model_dir):
+                            args.peak_tflops if args.gpu else None, args.model_dir,
+                            args.finetuned_dirs):
         print("$", " ".join(command), flush=True)
         if subprocess.call(command) != 0:
             failed.append(next(os.path.basename(c) for c in command if c.endswith(".py")))
