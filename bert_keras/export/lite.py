@@ -58,7 +58,8 @@ INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 LITE_DTYPES = ("float32", "int8")
 # The largest difference allowed between the converted model and the Keras model on the
 # export's check window: float32 (outputs of order 1), and int8 as a share of the outputs'
-# largest magnitude (a broken quantization is off by about the magnitude itself).
+# largest magnitude, or of 1 when that is smaller (a broken quantization is off by about the
+# magnitude itself).
 CONVERSION_TOLERANCE = 1e-3
 INT8_RELATIVE_TOLERANCE = 0.1
 
@@ -78,7 +79,8 @@ def export_lite_from_model_dir(model_dir, export_dir, seq_length=None, dtype="fl
     the fly, everything else float32), a model about 4x smaller and faster at a batch of one.
     Raises `LiteExportError` for a head other than classification or regression, and when the
     converted model's outputs differ from the Keras model's on a check window (float32: by more
-    than 1e-3; int8: by more than a tenth of the outputs' largest magnitude).
+    than 1e-3; int8: by more than a tenth of the outputs' largest magnitude, or of 1 when that is
+    smaller).
     """
     import tensorflow as tf
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
@@ -132,7 +134,13 @@ def export_lite_from_model_dir(model_dir, export_dir, seq_length=None, dtype="fl
     converter = tf.lite.TFLiteConverter.from_concrete_functions([frozen], tf.Module())
     if dtype == "int8":
         converter.optimizations = [tf.lite.Optimize.DEFAULT]  # dynamic range: int8 weights
-    flatbuffer = converter.convert()
+    try:
+        flatbuffer = converter.convert()
+    except Exception as error:  # the converter's errors are of several internal types
+        message = next((line for line in str(error).splitlines() if "error:" in line), str(error))
+        raise LiteExportError(f"{model_dir}: TensorFlow Lite cannot convert this model "
+                              f"({message.strip()[:300]}); --kind=encoder and --kind=task "
+                              "export it as a SavedModel") from error
 
     with open(os.path.join(export_dir, LITE_MODEL_NAME), "wb") as f:
         f.write(flatbuffer)
@@ -188,7 +196,8 @@ def _check_conversion(export_dir, concrete, lite_config):
         difference = float(np.max(np.abs(got[name] - expected[name].numpy())))
         tolerance = CONVERSION_TOLERANCE
         if lite_config["dtype"] == "int8":
-            tolerance = INT8_RELATIVE_TOLERANCE * float(np.max(np.abs(expected[name].numpy())))
+            tolerance = INT8_RELATIVE_TOLERANCE * max(
+                1.0, float(np.max(np.abs(expected[name].numpy()))))
         if not difference <= tolerance:
             raise LiteExportError(f"{export_dir}: the TensorFlow Lite model's {name} differs from "
                                   f"the Keras model's by {difference:.3g} (allowed: "

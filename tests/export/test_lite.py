@@ -62,6 +62,7 @@ def dirs(tmp_path_factory):
     tokens = word_vocab()
     result = {"root": root, "pretrained": str(root / "pretrained")}
     write_pretrained_dir(result["pretrained"], tokens, seed=3)
+    write_pretrained_dir(str(root / "left_to_right"), tokens, seed=4, causal_attention=True)
     config = tiny_config(len(tokens))
     specs = {"classification": (lambda: task_models.build_classifier(config, num_labels=3),
                                 {"task": "glue/mnli", "max_seq_length": 16, "label_names": LABELS}),
@@ -85,6 +86,7 @@ def dirs(tmp_path_factory):
         export_from_model_dir("lite", result[name], str(root / f"{name}_lite"))
     export_from_model_dir("lite", result["classification"], str(root / "classification_int8"),
                           dtype="int8")
+    export_from_model_dir("lite", str(root / "left_to_right"), str(root / "left_to_right_lite"))
     # The encoder through the command line, at a window shorter than the default.
     result["cli"] = _cli(f"--model_dir={result['pretrained']}", "--kind=lite",
                          f"--export_dir={root / 'pretrained_lite'}", "--seq_length=20")
@@ -119,6 +121,9 @@ _CHILD = textwrap.dedent('''
     results["encoder_pairs"] = encoder(text_a, text_b)
     results["encoder_features"] = encoder.features(text_a, text_b)
     results["encoder_single_features"] = encoder.features(text_a)
+    causal = LiteModel(f"{root}/left_to_right_lite")
+    results["left_to_right"] = [causal(["bob lives in " + city])["sequence_output"][0]
+                                for city in ("paris", "london")]
     results["modules"] = sorted(name for name in sys.modules
                                 if name.split(".")[0] in ("tensorflow", "keras"))
     sys.stdout.write(pickle.dumps(results).hex())
@@ -233,6 +238,12 @@ def test_encoder_reads_the_in_graph_tokenizers_ids_and_matches_the_encoder_expor
         np.testing.assert_allclose(got["sequence_output"][mask],
                                    expected["sequence_output"].numpy()[mask], atol=1e-5)
         assert not got["sequence_output"][~mask].any()  # zeros at padding, as the export
+
+
+def test_a_left_to_right_model_stays_left_to_right(served):
+    paris, london = served["left_to_right"]  # [CLS] bob lives in <city> [SEP]
+    assert np.abs(paris[:4] - london[:4]).max() < 1e-6
+    assert np.abs(paris[4:] - london[4:]).max() > 1e-3
 
 
 def test_heads_without_a_lite_export_and_other_dtypes_are_refused(dirs, tmp_path):

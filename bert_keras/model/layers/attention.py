@@ -45,7 +45,7 @@ def attention_mask_from_input_mask(input_mask, causal=False):
     if causal:
         seq_length = ops.shape(input_mask)[1]
         lower = ops.tril(ops.ones((seq_length, seq_length), "float32"))  # [seq, seq]
-        mask = mask * lower[None, None, :, :]  # [batch, 1, seq, seq]
+        mask = mask * ops.expand_dims(ops.expand_dims(lower, 0), 0)  # [batch, 1, seq, seq]
     return (1.0 - mask) * _MASK_ADDER
 
 
