@@ -57,7 +57,7 @@ def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="f
     import keras
 
     if keras.backend.backend() != "tensorflow":
-        return _export_in_tensorflow_process([dict(
+        return export_many([dict(
             kind=kind, model_dir=model_dir, export_dir=export_dir, seq_length=seq_length,
             dtype=dtype, max_windows=max_windows, xla_batch_1=xla_batch_1)])[0]
     # Written beside export_dir and renamed into place: a killed export leaves no half-written

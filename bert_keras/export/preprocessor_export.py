@@ -101,9 +101,10 @@ class PackInputsModule(_Exportable):
         # Not tracked: the plain module is saved as `bert_pack_inputs`; its traced functions
         # are called here, so the packing graphs are built (and written) once.
         object.__setattr__(self, "_plain", plain)
-        self._cls = special_ids["start_of_sequence_id"]
-        self._sep = special_ids["end_of_segment_id"]
-        self._pad = special_ids["padding_id"]
+        if plain is None:  # the packing itself; a cutting module calls the plain one's
+            self._cls = special_ids["start_of_sequence_id"]
+            self._sep = special_ids["end_of_segment_id"]
+            self._pad = special_ids["padding_id"]
         self._default_seq_length = seq_length
         # tensorflow/hub#747: trace every form a caller may pass, so reloading never retraces.
         # The spec is named as the saved signature names it: saving then finds this trace.
