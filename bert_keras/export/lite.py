@@ -24,7 +24,7 @@ interpreter: `ai-edge-litert` (`pip install ai-edge-litert`, a 1-second start-up
 TensorFlow's own `tf.lite.Interpreter`. Texts are tokenized in plain Python with the original
 `tokenization.py` ids (`bert_keras.text.python_tokenizer`) and packed as fine-tuning packs them:
 `[CLS] A [SEP] (B [SEP])`, a pair too long losing wordpieces from the end of the longer text
-(`bert_keras.text.truncation`), the batch padded to its longest sequence. Its outputs equal
+(`bert_keras.finetuning.tasks.encoding.pack`), the batch padded to its longest sequence. Its outputs equal
 the SavedModel exports' (`task` for a fine-tuned directory: `logits`, `probabilities`,
 `label_id`, `label_name`, or `score` for regression; `encoder`: `pooled_output`,
 `sequence_output` with zeros at padding) within float32 rounding.
@@ -44,8 +44,8 @@ import shutil
 
 import numpy as np
 
+from bert_keras.finetuning.tasks.encoding import pack
 from bert_keras.text.python_tokenizer import PythonBertTokenizer
-from bert_keras.text.truncation import truncated_pair_lengths
 
 LITE_MODEL_NAME = "model.tflite"
 LITE_CONFIG_NAME = "lite_config.json"
@@ -296,31 +296,18 @@ class LiteModel:
                 raise LiteExportError(f"text_b has {len(text_b)} texts, text_a {len(text_a)}")
         elif pair:
             raise LiteExportError(f"{self.export_dir}: this task takes text pairs; text_b missing")
-        rows = []
-        for index, text in enumerate(text_a):
-            a = self.tokenizer.tokenize(text)
-            if text_b is None:
-                rows.append((a[:self.seq_length - 2], None))
-            else:
-                b = self.tokenizer.tokenize(text_b[index])
-                keep_a, keep_b = truncated_pair_lengths(len(a), len(b), self.seq_length - 3)
-                rows.append((a[:int(keep_a)], b[:int(keep_b)]))
-        return self._pack(rows)
-
-    def _pack(self, rows):
-        cls, sep = self.config["start_of_sequence_id"], self.config["end_of_segment_id"]
-        lengths = [len(a) + 2 + (0 if b is None else len(b) + 1) for a, b in rows]
-        shape = (len(rows), max(lengths, default=2))
-        ids = np.full(shape, self.config["padding_id"], np.int32)
-        mask, types = np.zeros(shape, np.int32), np.zeros(shape, np.int32)
-        for row, ((a, b), length) in enumerate(zip(rows, lengths)):
-            first = [cls, *a, sep]
-            ids[row, :len(first)] = first
-            if b is not None:
-                ids[row, len(first):length] = [*b, sep]
-                types[row, len(first):length] = 1
-            mask[row, :length] = 1
-        return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
+        # Fine-tuning's packing and pair truncation, padded to seq_length, then cut to the
+        # batch's longest sequence.
+        rows = [pack(self.tokenizer.tokenize(text),
+                     None if text_b is None else self.tokenizer.tokenize(text_b[index]),
+                     self.config["start_of_sequence_id"], self.config["end_of_segment_id"],
+                     self.config["padding_id"], self.seq_length)
+                for index, text in enumerate(text_a)]
+        ids, mask, types = (np.array([row[part] for row in rows], np.int32)
+                            .reshape(len(rows), self.seq_length) for part in range(3))
+        longest = int(mask.sum(axis=1).max(initial=2))
+        return {"input_word_ids": ids[:, :longest], "input_mask": mask[:, :longest],
+                "input_type_ids": types[:, :longest]}
 
     def __call__(self, text_a, text_b=None):
         features = self.features(text_a, text_b)
