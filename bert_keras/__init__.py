@@ -14,7 +14,8 @@ the currency between them; `common/` (atomic file writes) is the ground floor un
     finetuning/   task heads and models, the task families (`tasks/`), the run
     metrics/      the paper's metrics (GLUE, SQuAD, CoNLL)
     export/       SavedModels: preprocessor, encoder, raw-text task models
-    main_job.py   the whole pipeline on the bundled corpus
+    main_job/     the whole pipeline on the bundled corpus
+    commands.py   the `bert-keras` command: one sub-command per step
 
 `optimization` (AdamW, LAMB, the schedule) and `distribution` (strategies) serve both trainers.
 
@@ -28,7 +29,7 @@ Example:
 
 import importlib
 
-__version__ = "0.1.0"
+__version__ = "0.4.0"
 
 # Public names, imported on first use so that `import bert_keras` stays light.
 _EXPORTS = {

@@ -7,6 +7,7 @@ to one step of the pipeline cannot reach back into the steps before it.
                                              the compute dtype on top of distribution
     data | optimization                      pre-training data; the optimizers
     pretraining -> finetuning -> export -> main_job
+    commands                                 the `bert-keras` command, naming every step
 
 Imports inside functions count too.
 """
@@ -26,6 +27,7 @@ FLOORS = {
     "finetuning": 5,
     "export": 6,
     "main_job": 7,
+    "commands": 8,
 }
 
 

@@ -1,15 +1,6 @@
-"""The main job: bundled (or your) raw text -> vocabulary -> TFRecords -> pre-trained tiny BERT ->
-fine-tuned on SST-2 (and the same from random initialization) -> SavedModels -> masked-word
-predictions and sentence classifications of the SavedModels reloaded in a fresh process;
-the figures in <work_dir>/results.json.
+"""`bert-keras main` (also `bert-keras-main`) under its earlier name."""
 
-  python tools/run_main_job.py --work_dir=bert_keras_work
-  python tools/run_main_job.py --input_files=my_corpus/*.txt --preset=mini --num_train_steps=20000
-
-Same as the `bert-keras-main` console script. A rerun with the same --work_dir resumes.
-"""
-
-from bert_keras.main_job import cli_main
+from bert_keras.commands import run
 
 if __name__ == "__main__":
-    cli_main()
+    run("main", program="bert-keras-main")

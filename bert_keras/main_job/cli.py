@@ -1,4 +1,5 @@
-"""`bert-keras-main` (and tools/run_main_job.py): the flags are `MainJobOptions`' own."""
+"""`bert-keras main` and `bert-keras-main` (and tools/run_main_job.py): the flags are
+`MainJobOptions`' own."""
 
 from bert_keras.common import cli
 from bert_keras.main_job.options import MainJobOptions
@@ -6,7 +7,7 @@ from bert_keras.main_job.options import MainJobOptions
 TOOL = "bert-keras-main"
 
 
-def _main():
+def main():
     from bert_keras.main_job.job import run_main_job
 
     run_main_job(cli.options_from_flags(MainJobOptions))
@@ -14,9 +15,9 @@ def _main():
 
 
 def cli_main():
-    """Entry point of the `bert-keras-main` console script and of tools/run_main_job.py."""
+    """Entry point of the `bert-keras-main` console script: the same as `bert-keras main`."""
     cli.define_flags(MainJobOptions)
-    cli.run_tool(TOOL, _main)
+    cli.run_tool(TOOL, main)
 
 
-__all__ = ["cli_main"]
+__all__ = ["cli_main", "main"]
