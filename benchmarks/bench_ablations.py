@@ -26,7 +26,7 @@ Usage:
         [--tasks=sst2,mrpc,rte] [--steps=800] [--objective_preset=tiny] \\
         [--size_presets=tiny,mini,small] [--seeds=1,2,3] [--work_dir=/tmp/bert_keras_ablations]
 
-Writes benchmarks/results/ablations.json and prints the tables in the layout of
+Writes benchmarks/results/ablations_<machine class>.json and prints the tables in the layout of
 `docs/ablations.md`; `--plot=docs/ablations.png` draws them.
 """
 

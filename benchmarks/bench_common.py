@@ -272,21 +272,87 @@ def print_table(rows, columns):
         print("  ".join(text(row.get(c)).ljust(w) for c, w in zip(columns, widths)))
 
 
-def write_results(name, payload):
-    """Writes benchmarks/results/<name>.json atomically, with machine, load and versions."""
-    os.makedirs(RESULTS_DIR, exist_ok=True)
-    payload = dict(payload)
-    payload.setdefault("machine", cpu_description())
+# One results file per benchmark and machine class, benchmarks/results/<benchmark>_<class>.json,
+# holding the latest run of each variant of that benchmark on that class of machine; a run's
+# name is the benchmark followed by its variant (`encoder_base`: benchmark `encoder`, variant
+# `base`). Git keeps the earlier runs.
+BENCHMARKS = ("ablations", "encoder", "end_to_end", "export", "finetuning_quality",
+              "finetuning_trajectory", "lite_accuracy", "pretraining_data",
+              "pretraining_quality", "pretraining_step", "profile_ops", "small_matmuls",
+              "tokenizer", "tokenizer_paths", "transfer_device", "transfer_parts",
+              "transfer_probe", "vocab_builder")
+
+
+def machine_class(machine):
+    """The class a results file is named after: the first GPU's model (`h200`), else the CPU's
+    widest matrix or vector units and its maker (`amx_xeon`, `avx512_epyc`, `avx2_epyc`), with
+    `_capped` when an ISA cap emulated a narrower CPU."""
+    gpus = machine.get("gpus")
+    if gpus:
+        words = gpus[0].split(",")[0].lower().replace("nvidia", "").split()
+        return words[0] if words else "gpu"
+    cpu, isa = machine.get("cpu", "").lower(), machine.get("isa", [])
+    maker = "epyc" if "epyc" in cpu else "xeon" if "xeon" in cpu else "cpu"
+    units = ("amx" if machine.get("amx") else "avx512" if "avx512f" in isa
+             else "avx2" if "avx2" in isa else "x86")
+    return f"{units}_{maker}" + ("_capped" if machine.get("isa_caps") else "")
+
+
+def benchmark_and_variant(name):
+    """Splits a run's name into its benchmark (the longest of BENCHMARKS it starts with) and
+    variant (the rest, or `default`)."""
+    for benchmark in sorted(BENCHMARKS, key=len, reverse=True):
+        if name == benchmark or name.startswith(benchmark + "_"):
+            return benchmark, name[len(benchmark) + 1:] or "default"
+    return name, "default"
+
+
+def this_machine():
+    """cpu_description() with the GPUs, if any."""
+    machine = cpu_description()
     accelerators = accelerator_description()
     if accelerators:
-        payload["machine"]["gpus"] = accelerators
+        machine["gpus"] = accelerators
+    return machine
+
+
+def results_path(name, machine=None):
+    """(path of the results file, variant) of the run `name` on this machine (or `machine`)."""
+    benchmark, variant = benchmark_and_variant(name)
+    file_name = f"{benchmark}_{machine_class(machine or this_machine())}.json"
+    return os.path.join(RESULTS_DIR, file_name), variant
+
+
+def read_results(name):
+    """The latest payload of the run `name` on this class of machine, or None."""
+    path, variant = results_path(name)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f).get("variants", {}).get(variant)
+
+
+def write_results(name, payload):
+    """Writes the run `name` (with machine, load, versions and date) into its benchmark's file for
+    this class of machine, replacing that variant's earlier run and keeping the others; atomic.
+    Returns the file's path."""
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    payload = dict(payload)
+    payload.setdefault("machine", this_machine())
     payload["load_average_end"] = load_average()
     payload.setdefault("versions", versions())
     payload["date"] = time.strftime("%Y-%m-%d %H:%M:%S")
-    path = os.path.join(RESULTS_DIR, name + ".json")
+    path, variant = results_path(name, payload["machine"])
+    variants = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            variants = json.load(f).get("variants", {})
+    variants[variant] = payload
+    benchmark = benchmark_and_variant(name)[0]
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(payload, f, indent=2, sort_keys=True)
+        json.dump({"benchmark": benchmark, "machine_class": machine_class(payload["machine"]),
+                   "variants": variants}, f, indent=2, sort_keys=True)
         f.write("\n")
     os.replace(tmp, path)
     return path

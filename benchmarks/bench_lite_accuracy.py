@@ -12,7 +12,7 @@ lite exports (every dev example one request at a time, the two exports alternati
         --model_dirs=glue/mrpc=runs/mrpc,glue/sst2=runs/sst2 --glue_dir=data/glue
 
 `--glue_dir` holds one folder per task with the official `dev.tsv` (MRPC/, SST-2/, ...).
-Writes benchmarks/results/lite_accuracy.json.
+Writes benchmarks/results/lite_accuracy_<machine class>.json.
 """
 
 import argparse

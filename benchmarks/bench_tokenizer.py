@@ -7,7 +7,7 @@ rounds, medians; ratio = HF time / our time (target >= 2).
 
     python benchmarks/bench_tokenizer.py --corpus=bert_keras/data/wikitext_train.txt
 
-Writes benchmarks/results/tokenizer.json.
+Writes benchmarks/results/tokenizer_<machine class>.json.
 """
 
 import argparse

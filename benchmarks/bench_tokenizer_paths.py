@@ -14,7 +14,7 @@ Contenders are interleaved round by round (medians), see `bench_common`.
 
     python benchmarks/bench_tokenizer_paths.py [--corpus=FILE] [--vocab_file=FILE] [--cased]
 
-Writes benchmarks/results/tokenizer_paths.json.
+Writes benchmarks/results/tokenizer_paths_<machine class>.json.
 """
 
 import argparse

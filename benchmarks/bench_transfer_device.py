@@ -30,8 +30,9 @@ Each stage appends to the results JSON as it finishes, so a run stopped by `--ti
     python benchmarks/bench_transfer_device.py prepare --books_dir=../shared/data/books \\
         --glue_dir=../shared/data/glue --out=.gl/transfer_device.npz
     KERAS_BACKEND=jax python benchmarks/bench_transfer_device.py run \\
-        --data=.gl/transfer_device.npz --presets=mini,tiny --steps=6000 \\
-        --output=benchmarks/results/transfer_device.json
+        --data=.gl/transfer_device.npz --presets=mini,tiny --steps=6000
+
+writes benchmarks/results/transfer_device_<machine class>.json (`--output` for another file).
 """
 
 import argparse
@@ -163,8 +164,8 @@ def prepare(args):
 class Results:
     """The results JSON, rewritten atomically after each stage."""
 
-    def __init__(self, path, header):
-        self.path = path
+    def __init__(self, path, header, name="transfer_device"):
+        self.path, self.name = path, name
         self.data = {**header, "stages": {}}
         self.write()
 
@@ -173,6 +174,10 @@ class Results:
         self.write()
 
     def write(self):
+        if self.path is None:  # benchmarks/results/transfer_device_<machine class>.json
+            import bench_common
+            bench_common.write_results(self.name, self.data)
+            return
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         with open(self.path + ".tmp", "w") as f:
             json.dump(self.data, f, indent=1)
@@ -519,7 +524,7 @@ def run(args):
             "most_frequent_token": float(np.mean(heldout["masked_lm_ids"][weights_h] == most_frequent)),
             "next_sentence_majority": float(max(np.mean(heldout["next_sentence_labels"] == k)
                                                 for k in (0, 1)))}}
-    results = Results(args.output, header)
+    results = Results(args.output, header, args.name)
 
     def log(message):
         print(f"[{time.time() - began:5.0f}s] {message}", flush=True)
@@ -590,7 +595,11 @@ def parse_args(argv=None):
     p.set_defaults(func=prepare)
     r = commands.add_parser("run", help="pre-train and compare on the JAX backend")
     r.add_argument("--data", required=True)
-    r.add_argument("--output", default="benchmarks/results/transfer_device.json")
+    r.add_argument("--output", default=None,
+                   help="a JSON file; by default the run `--name` in "
+                        "benchmarks/results/transfer_device_<machine class>.json")
+    r.add_argument("--name", default="transfer_device",
+                   help="the run's name there (transfer_device_<variant>)")
     r.add_argument("--presets", default="mini")
     r.add_argument("--objectives", default="mlm_nsp", help=f"of {sorted(OBJECTIVES)}; the first "
                    "is also compared with random initialization")

@@ -26,7 +26,8 @@ Usage (the main job's task and fine-tuning settings by default):
         [--sides=pretrained,random_init,embeddings_only,layers_only,reinit_top] \
         [--task_dir=bert_keras/data/sst2] [--output_name=transfer_parts]
 
-Writes benchmarks/results/<output_name>.json (each side's selection scores, chosen setting and
+Writes the run <output_name> into benchmarks/results/transfer_parts_<machine class>.json (each
+side's selection scores, chosen setting and
 per-seed dev scores).
 """
 

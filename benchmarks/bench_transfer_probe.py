@@ -25,7 +25,7 @@ Usage (the main job's model and task by default):
     python benchmarks/bench_transfer_probe.py --model_dir=bert_keras_work/model \
         [--task_dir=bert_keras/data/sst2] [--text_files=...] [--output_name=transfer_probe]
 
-Writes benchmarks/results/<output_name>.json.
+Writes the run <output_name> into benchmarks/results/transfer_probe_<machine class>.json.
 """
 
 import argparse

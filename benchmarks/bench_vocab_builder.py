@@ -27,7 +27,8 @@ Usage (the books are a local corpus: pass their folder; they are not part of the
     python benchmarks/bench_vocab_builder.py --input_files='corpus/*.txt' [--rounds=3]
 
 The default corpus is `--books_dir`/*.txt plus the bundled `bert_keras/data/wikitext_train.txt`.
-Writes benchmarks/results/vocab_builder.json (with the CPU, its AVX-512/AMX flags and the load
+Writes benchmarks/results/vocab_builder_<machine class>.json (with the CPU, its AVX-512/AMX
+flags and the load
 average before and after, as other work on the machine slows both contenders).
 """
 

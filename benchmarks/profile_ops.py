@@ -15,7 +15,7 @@ Usage:
 
     python benchmarks/profile_ops.py [--dtype=float32|bfloat16] [--steps=5]
 
-Writes benchmarks/results/profile_ops[_bfloat16].json.
+Writes the run default or bfloat16 into benchmarks/results/profile_ops_<machine class>.json.
 """
 
 import argparse

@@ -4,7 +4,9 @@
     python benchmarks/run_all.py                 # full set (BERT-base runs take tens of minutes on 2 cores)
     python benchmarks/run_all.py --quick         # the small models only
 
-Each benchmark writes benchmarks/results/<name>.json; see docs/benchmarks.md for the figures.
+Each benchmark writes benchmarks/results/<benchmark>_<machine class>.json (one file per
+benchmark and class of machine, e.g. encoder_avx2_epyc.json, the latest run of each variant;
+bench_common.write_results); see docs/benchmarks.md for the figures.
 The pre-training data tool's comparison (benchmarks/bench_pretraining_data.py) runs too when
 present and --wikitext_dir is given. The fine-tuning scores against Hugging Face
 (benchmarks/bench_finetuning_quality.py, about an hour on 2 cores) and the step-for-step STS-B
