@@ -46,7 +46,7 @@ import tensorflow as tf
 from bert_keras.export.raw_text import cut_to_longest, pad_positions
 from bert_keras.model import checkpoint_names
 from bert_keras.model.encoder import INPUT_NAMES, build_encoder
-from bert_keras.model.layers.unpadding import unpadded_inference
+from bert_keras.model.layers.unpadding import functional_cond, unpadded_inference
 from bert_keras.modeldir import model_dir as model_dir_lib
 
 logger = logging.getLogger("bert_keras.export")
@@ -233,8 +233,8 @@ def run_inference(model, features, compiled=None):
     """
     if compiled is None:
         return plain_inference(model, features)
-    return tf.cond(tf.equal(tf.shape(features["input_word_ids"])[0], 1),
-                   lambda: compiled(features), lambda: plain_inference(model, features))
+    return functional_cond(tf.equal(tf.shape(features["input_word_ids"])[0], 1),
+                           lambda: compiled(features), lambda: plain_inference(model, features))
 
 
 def _encode(encoder, inputs, training, xla_encoder=None):

@@ -7,7 +7,7 @@ from bert_keras.model.layers.activations import get_activation
 from bert_keras.model.layers.attention import SelfAttention, gather_rows
 from bert_keras.model.layers.dense import Dense
 from bert_keras.model.layers.dropout import Dropout
-from bert_keras.model.layers.unpadding import RealTokens, takes_unpadded_path
+from bert_keras.model.layers.unpadding import RealTokens, functional_cond, takes_unpadded_path
 
 
 class TransformerBlock(keras.layers.Layer):
@@ -95,9 +95,10 @@ class TransformerBlock(keras.layers.Layer):
             return ops.reshape(output, (shape[0], ops.shape(positions)[1], self.hidden_size))
         if not takes_unpadded_path(training):
             return ops.reshape(self._layer(rows, attention_mask, shape, training), shape)
-        # Inference on the real tokens' rows only, where padding is worth skipping (`unpadding`).
+        # Inference on the real tokens' rows only, where padding is worth skipping (`unpadding`);
+        # a functional cond, since a lowered one meets a oneDNN fusion bug (`functional_cond`).
         real_tokens = RealTokens(attention_mask)
-        output = ops.cond(
+        output = functional_cond(
             real_tokens.worthwhile,
             lambda: real_tokens.scatter(self._layer(real_tokens.gather(rows), attention_mask,
                                                     shape, training, real_tokens)),

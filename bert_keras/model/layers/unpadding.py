@@ -17,6 +17,13 @@ tensors of a data-dependent size, so XLA-compiled calls (`jit_compile`) must not
 is off on the JAX backend, in training and outside the scope, where the layers compute every
 position.
 
+The choice between the two computations is a `functional_cond`: a conditional that TensorFlow
+runs as an `If` op calling its branch functions, not lowered to `Switch`/`Merge` nodes in the
+caller's graph. Where oneDNN is on (TensorFlow's default on CPUs with AVX-512 VNNI/bf16 or AMX),
+Grappler's remapper fuses attention's `BatchMatMulV2(...) + mask` and wires the fused op to
+output 0 of the `Switch` that feeds the mask into the lowered true branch, the dead output: the
+caller got empty tensors (docs/export.md, "Same answers on every CPU").
+
 Example:
 
 >>> import numpy as np
@@ -64,6 +71,38 @@ def takes_unpadded_path(training):
 # Below this share of real positions the rows are unpadded; above it the gathers and
 # scatters (about 4 ms each for [4096, 384] on a 2-core EPYC) cost more than the rows saved.
 MAX_REAL_SHARE = 0.9
+
+
+def functional_cond(pred, true_fn, false_fn):
+    """`tf.cond(pred, true_fn, false_fn)` that stays an `If` op in a graph (its branches run as
+    functions, where each branch's inputs are function arguments) instead of being lowered to
+    `Switch`/`Merge` nodes: the lowered form meets a oneDNN fusion that reads a `Switch`'s dead
+    output (module docstring). Eagerly it is `tf.cond`.
+
+    >>> import tensorflow as tf
+    >>> @tf.function
+    ... def scores(q, k, bias, pred):
+    ...     return functional_cond(pred, lambda: tf.matmul(q * 0.5, k, transpose_b=True) + bias,
+    ...                            lambda: tf.zeros([2, 2, 3, 3]))
+    >>> q = tf.ones([2, 2, 3, 4])
+    >>> scores(q, q, tf.zeros([2, 1, 1, 3]), tf.constant(True)).shape  # [0] lowered, with oneDNN
+    TensorShape([2, 2, 3, 3])
+    """
+    import tensorflow as tf
+    from tensorflow.core.framework import attr_value_pb2
+
+    outputs = tf.cond(pred, true_fn, false_fn)
+    if tf.executing_eagerly():
+        return outputs
+    # cond_v2 returns an Identity of each output of the If op, the op to keep unlowered.
+    flat = tf.nest.flatten(outputs)
+    if_ops = {id(op): op for op in (tensor.op.inputs[0].op if tensor.op.type == "Identity"
+                                    else tensor.op for tensor in flat)}
+    for op in if_ops.values():
+        if op.type not in ("If", "StatelessIf"):
+            raise RuntimeError(f"functional_cond: expected an If op, found {op.type} ({op.name})")
+        op._set_attr("_lower_using_switch_merge", attr_value_pb2.AttrValue(b=False))  # pylint: disable=protected-access
+    return outputs
 
 
 class RealTokens:
