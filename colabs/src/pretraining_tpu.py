@@ -189,10 +189,11 @@ print("held-out text:", heldout_files)
 # ## 1. The vocabulary
 #
 # BERT's basic tokenization (lower-casing and accent stripping for an uncased model, splits
-# on whitespace and punctuation) counts the words in-graph; tensorflow-text's WordPiece
-# learner then picks exactly `VOCAB_SIZE` tokens, with `[PAD] [UNK] [CLS] [SEP] [MASK]` first.
-# Same as `python tools/build_vocab.py --input_files=... --vocab_size=... --do_lower_case
-# --output=vocab.txt`.
+# on whitespace and punctuation) counts the words, exactly as the tokenizer splits them; the
+# WordPiece trainer of Hugging Face's `tokenizers` then learns the wordpieces from those counts
+# (`bert_keras/text/vocab_builder.py`), and exactly `VOCAB_SIZE` tokens are kept, with
+# `[PAD] [UNK] [CLS] [SEP] [MASK]` first. Same as `bert-keras vocab --input_files=...
+# --vocab_size=... --do_lower_case --output=vocab.txt`.
 
 # %%
 from bert_keras.text import vocab_builder
@@ -208,7 +209,7 @@ print(len(tokens), "tokens, e.g.", tokens[5:15], "->", paths["vocab"])
 # segment, 15% of the tokens masked: 80% `[MASK]`, 10% kept, 10% random), `DUPE_FACTOR`
 # passes with different masks, written as sharded TFRecords by one worker process per CPU
 # core. The TPU VM of Colab has many cores, so this is quick even for large corpora. Same as
-# `python tools/create_pretraining_data.py --input_files=... --vocab_file=vocab.txt
+# `bert-keras data --input_files=... --vocab_file=vocab.txt
 # --output_dir=... --max_seq_length=128 --max_predictions_per_seq=20 --dupe_factor=10`.
 
 # %%
@@ -236,7 +237,7 @@ for split, files, shards in (("train", corpus_files, 8), ("heldout", heldout_fil
 # per call into the accelerator: on JAX with `keras.Model.fit`, on TensorFlow in a
 # `tf.function` around `strategy.run`. The model directory is the same either way. Checkpoints go to
 # `model/checkpoints` every `SAVE_CHECKPOINTS_STEPS` steps: if the session stops, running
-# this cell again continues from the last one. Same as `python tools/run_pretraining.py
+# this cell again continues from the last one. Same as `bert-keras pretrain
 # --strategy=tpu --tpu=local --dtype=bfloat16 ...`.
 
 # %%
@@ -281,7 +282,7 @@ for name in ("masked_lm_accuracy", "masked_lm_loss", "next_sentence_accuracy",
 # **encoder** (those three in, `pooled_output` / `sequence_output` out, plus `.mlm` for the
 # masked-LM head). They load with TensorFlow and tensorflow-text alone, no `bert_keras`
 # (`import tensorflow_text` must come before `tf.saved_model.load`). Same as
-# `python tools/export_savedmodel.py --kind=preprocessor|encoder --model_dir=... --export_dir=...`.
+# `bert-keras export --kind=preprocessor|encoder --model_dir=... --export_dir=...`.
 # On the JAX backend, `export_many` runs both exports in one TensorFlow child process.
 
 # %%
