@@ -153,3 +153,12 @@ def test_the_pretraining_command_keeps_its_own_flags():
     values(["bert-keras pretrain", "--output_dir=out", "--no_nsp", "--num_cpu_devices=2"])
     assert cli.options_from_flags(PretrainingCommandOptions, values) == PretrainingCommandOptions(
         no_nsp=True, num_cpu_devices=2)
+
+
+def test_the_registrys_example_runs():
+    import doctest
+
+    from bert_keras import commands
+
+    results = doctest.testmod(commands, optionflags=doctest.ELLIPSIS)
+    assert results.failed == 0 and results.attempted > 0, results
