@@ -86,9 +86,10 @@ with open(_RESULTS_PATH, "wb") as _f:
 '''
 
 
-def fresh_env():
-    """The environment of the child: PYTHONPATH without the repository, quiet TensorFlow."""
-    env = dict(os.environ)
+def fresh_env(extra_env=None):
+    """The environment of the child: PYTHONPATH without the repository, quiet TensorFlow,
+    and `extra_env` (e.g. {"TF_ENABLE_ONEDNN_OPTS": "1"})."""
+    env = dict(os.environ, **(extra_env or {}))
     parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
              if p and not os.path.realpath(p).startswith(os.path.realpath(REPO_ROOT))]
     env["PYTHONPATH"] = os.pathsep.join(parts)
@@ -99,10 +100,11 @@ def fresh_env():
     return env
 
 
-def run_fresh(code, timeout=600, **args):
+def run_fresh(code, timeout=600, extra_env=None, **args):
     """Runs `code` with `python -c` in a fresh process; returns its `results` dict.
 
-    Keyword arguments become global variables of the child (pickled: arrays, strings, ...).
+    Keyword arguments become global variables of the child (pickled: arrays, strings, ...);
+    `extra_env` is added to its environment.
     Raises AssertionError with the child's output when it fails.
     """
     with tempfile.TemporaryDirectory(prefix="bert_keras_fresh_") as workdir:
@@ -113,7 +115,7 @@ def run_fresh(code, timeout=600, **args):
         header = (f"REPO_ROOT = {REPO_ROOT!r}\n_ARGS_PATH = {args_path!r}\n"
                   f"_RESULTS_PATH = {results_path!r}\n")
         script = header + _PRELUDE + textwrap.dedent(code) + _EPILOGUE
-        process = subprocess.run([sys.executable, "-c", script], cwd=workdir, env=fresh_env(),
+        process = subprocess.run([sys.executable, "-c", script], cwd=workdir, env=fresh_env(extra_env),
                                  capture_output=True, text=True, timeout=timeout)
         if process.returncode != 0:
             raise AssertionError(f"fresh process failed (exit {process.returncode}):\n"
