@@ -13,9 +13,12 @@ Stages, each a library function of this package, each leaving its output under `
                   CoLA, bundled in `bert_keras/data/cola`) with the same budget and the same
                   search (`bert_keras.finetuning.transfer`): each side's learning rate and epochs
                   chosen from one grid on held-out *training* rows, then several seeds on the
-                  dev set (mean and spread) and a learning curve (`learning_curve.png`); the
-                  pre-trained side's run is saved as `finetuned/`. The same comparison, without
-                  the curve, on a second task (by default SST-2, `bert_keras/data/sst2`)
+                  dev set (mean and spread) and a learning curve (`learning_curve.png`). The
+                  same comparison, without the curve, on a second task (by default SST-2,
+                  `bert_keras/data/sst2`). Beside them, on the same labelled sentences, a
+                  released pre-trained BERT (all-MiniLM-L6-v2, converted into
+                  `released_model/`; `main_job.released`) with the paper's recipe. The best
+                  model of the served task (by default SST-2) is saved as `finetuned/`
 6. export         `model/` -> `export/preprocessor`, `export/encoder`; `finetuned/` ->
                   `export/classifier`, a raw-text classifier (SavedModels, `bert_keras.export`)
 7. demo           a fresh Python process that imports only TensorFlow and tensorflow-text
@@ -37,19 +40,24 @@ Example:
 >>> run_main_job(MainJobOptions(work_dir="bert_keras_work"))  # doctest: +SKIP
 
 The modules: `options` (the settings, declared once; the flags come from them), `stages` (one
-function per stage and the record of finished ones), `demo` (serving in a fresh process), `job`
-(`run_main_job`) and `cli` (`bert-keras-main`). The bundled data's paths are
+function per stage and the record of finished ones), `released` (the released model's row),
+`plot` (the learning curve), `demo` (serving in a fresh process), `job` (`run_main_job`) and
+`cli` (`bert-keras-main`). The bundled data's paths are
 `bert_keras.data.bundled`.
 """
 
-from bert_keras.main_job import cli, demo, job, options, stages
+from bert_keras.main_job import cli, demo, job, options, plot, released, stages
 from bert_keras.main_job.cli import cli_main
 from bert_keras.main_job.demo import demo_stage, serve_in_fresh_process
 from bert_keras.main_job.job import results_summary, run_main_job
-from bert_keras.main_job.options import (DEFAULT_CLASSIFY_SENTENCES, DEFAULT_SENTENCES,
-                                         LABEL_MEANINGS, RESULTS_NAME, SINGLE_SENTENCE_TASKS,
-                                         STAGES, MainJobOptions)
-from bert_keras.main_job.stages import (PRETRAINED, RANDOM_INIT, Stages, build_vocab_stage,
+from bert_keras.main_job.options import (DEFAULT_CLASSIFY_LABELS, DEFAULT_CLASSIFY_SENTENCES,
+                                         DEFAULT_SENTENCES, LABEL_MEANINGS, RELEASED_MODEL,
+                                         RESULTS_NAME, SINGLE_SENTENCE_TASKS, STAGES,
+                                         MainJobOptions)
+from bert_keras.main_job.plot import majority_baseline
+from bert_keras.main_job.released import locate_released_model
+from bert_keras.main_job.stages import (PRETRAINED, RANDOM_INIT, RELEASED, Stages,
+                                        build_vocab_stage,
                                         check_finetune_inputs, check_inputs, compare_finetuning,
                                         create_data_stage, evaluate_stage, export_stage,
                                         finetune_stage, pretrain_stage, transfer_options,
@@ -59,5 +67,7 @@ __all__ = ["MainJobOptions", "run_main_job", "cli_main", "STAGES", "Stages", "re
            "check_inputs", "check_finetune_inputs", "build_vocab_stage", "create_data_stage",
            "pretrain_stage", "evaluate_stage", "finetune_stage", "export_stage", "demo_stage",
            "transfer_options", "compare_finetuning", "write_random_init_model_dir",
-           "serve_in_fresh_process", "PRETRAINED", "RANDOM_INIT", "DEFAULT_SENTENCES",
-           "DEFAULT_CLASSIFY_SENTENCES", "LABEL_MEANINGS", "SINGLE_SENTENCE_TASKS", "RESULTS_NAME"]
+           "serve_in_fresh_process", "PRETRAINED", "RANDOM_INIT", "RELEASED", "RELEASED_MODEL",
+           "locate_released_model", "majority_baseline", "DEFAULT_SENTENCES",
+           "DEFAULT_CLASSIFY_SENTENCES", "DEFAULT_CLASSIFY_LABELS", "LABEL_MEANINGS",
+           "SINGLE_SENTENCE_TASKS", "RESULTS_NAME"]

@@ -12,9 +12,10 @@ SERVING_DEMO_SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspa
                                    "export", "serving_demo.py")
 
 
-def serve_in_fresh_process(request, work_dir):
+def serve_in_fresh_process(request, work_dir, environment=None):
     """Runs `bert_keras/export/serving_demo.py` on `request` in a new Python process that
-    imports only TensorFlow and tensorflow-text; returns its response dict."""
+    imports only TensorFlow and tensorflow-text (`environment`: variables to set there, e.g.
+    `TF_ENABLE_ONEDNN_OPTS`); returns its response dict."""
     import subprocess
     import sys
 
@@ -24,7 +25,8 @@ def serve_in_fresh_process(request, work_dir):
     if os.path.exists(response_path):
         os.remove(response_path)
     completed = subprocess.run([sys.executable, SERVING_DEMO_SCRIPT, request_path,
-                                response_path], capture_output=True, text=True, check=False)
+                                response_path], capture_output=True, text=True, check=False,
+                               env={**os.environ, **(environment or {})})
     if completed.returncode != 0:
         raise RuntimeError(f"the serving demo process failed (exit {completed.returncode}):\n"
                            f"{completed.stderr[-4000:]}")
@@ -46,7 +48,7 @@ def demo_stage(options, paths):
         lines.append(sentence)
         for candidates in per_mask:
             lines.append("    [MASK] -> " + "  ".join(f"{token} ({p:.2f})" for token, p in candidates))
-    meanings = LABEL_MEANINGS.get(options.finetune_task, {})
+    meanings = LABEL_MEANINGS.get(options.served_task(), {})
     classifications = []
     for sentence, (label, probability) in zip(options.sentences_to_classify(),
                                               response["classifications"]):

