@@ -34,7 +34,7 @@ EXPORT_INFO_NAME = "export_info.json"
 
 
 def export_from_model_dir(kind, model_dir, export_dir, seq_length=None, dtype="float32",
-                          max_windows=None, xla_batch_1=True):
+                          max_windows=None, xla_batch_1=False):
     """Exports `model_dir` as one kind: a SavedModel ("preprocessor", "encoder" or "task") or
     a TensorFlow Lite model with its vocabulary ("lite", float32; `bert_keras.export.lite`).
 

@@ -345,7 +345,7 @@ class EncoderModule(_Exportable):
 
 
 def build_encoder_module(config, weights, dtype="float32", with_mlm=None, source="weights",
-                         xla_batch_1=True):
+                         xla_batch_1=False):
     """The exportable encoder object for a config and {original name: array} weights
     (`xla_batch_1`: float32 inference on a batch of one runs XLA-compiled)."""
     encoder, mlm_head = build_keras_models(config, weights, dtype, with_mlm, source)
@@ -362,7 +362,7 @@ def save_module(module, export_dir):
 
 
 def export_encoder(export_dir, config, weights, dtype="float32", with_mlm=None, source="weights",
-                   xla_batch_1=True):
+                   xla_batch_1=False):
     """Writes the TF Hub-style encoder SavedModel of `config` and `weights` to `export_dir`.
 
     See the module docstring for what the SavedModel offers. Returns `export_dir`.
@@ -374,7 +374,7 @@ def export_encoder(export_dir, config, weights, dtype="float32", with_mlm=None, 
 
 
 def export_encoder_from_model_dir(model_dir, export_dir, dtype="float32", with_mlm=None,
-                                  xla_batch_1=True):
+                                  xla_batch_1=False):
     """Exports the encoder of a model directory (see `export_encoder`)."""
     config = model_dir_lib.read_config(model_dir)
     model_dir_lib.read_vocab(model_dir, config)

@@ -39,12 +39,14 @@ class ExportOptions:
                         choices=EXPORT_DTYPES)
     max_windows: int = option(None, "Task (SQuAD, NER): read at most this many windows of a "
                               "text (default 32); the rest is ignored.")
-    xla_batch_1: bool = option(True, "Encoder and task, float32: inference on a batch of one "
+    xla_batch_1: bool = option(False, "Encoder and task, float32: inference on a batch of one "
                                "(one text, pair or question) runs an XLA-compiled copy of the "
-                               "model (19-33% less time a call for MiniLM on a 2-core CPU); "
-                               "each new length compiles once, about a second, on its first "
-                               "request (task models cut lengths to steps of 16 tokens). Larger "
-                               "batches and training run the plain graph either way.")
+                               "model: less time a call once warm, but each new length (a step "
+                               "of 16 tokens) compiles on its first request, seconds on a 2-core "
+                               "CPU, inside that request (docs/export.md). Off, every length "
+                               "runs the plain graph at once. For batch-1 serving on a CPU the "
+                               "lite export (--kind=lite) is faster than either. Larger batches "
+                               "and training run the plain graph either way.")
 
     def export(self):
         """Writes the SavedModel (`export_from_model_dir`)."""

@@ -228,7 +228,7 @@ class TaskModule(ClassificationServing, MultipleChoiceServing, SquadServing, Ner
 
 # ------------------------------------------------------------------------------- exporting
 def build_task_module(model_dir, seq_length=None, dtype="float32", max_windows=None,
-                      tokenizer=None, xla_batch_1=True):
+                      tokenizer=None, xla_batch_1=False):
     """The exportable raw-text task model of a fine-tuned model directory (`xla_batch_1`:
     float32 models run a batch of one through an XLA-compiled copy; see `ExportOptions`)."""
     from bert_keras.finetuning.task_models import load_task_model
@@ -275,7 +275,7 @@ def save_task_module(module, export_dir):
 
 
 def export_task_from_model_dir(model_dir, export_dir, seq_length=None, dtype="float32",
-                               max_windows=None, xla_batch_1=True):
+                               max_windows=None, xla_batch_1=False):
     """Writes the raw-text task SavedModel of a fine-tuned model directory; returns export_dir."""
     return save_task_module(build_task_module(model_dir, seq_length, dtype, max_windows,
                                               xla_batch_1=xla_batch_1), export_dir)

@@ -46,9 +46,9 @@ def exports(tmp_path_factory):
     config = tiny_config(64)
     bf16_model = build_pretraining_model(config, next_sentence=False, dtype="mixed_bfloat16")
     bf16_weights = checkpoint_names.collect_weights(pretraining_weight_map(bf16_model))
-    encoder_export.export_encoder(str(root / "from_bf16"), config, bf16_weights)
+    encoder_export.export_encoder(str(root / "from_bf16"), config, bf16_weights, xla_batch_1=True)
     encoder_export.export_encoder(str(root / "bf16"), config, bf16_weights, dtype="bfloat16",
-                                  with_mlm=False)
+                                  with_mlm=False, xla_batch_1=True)
     return {"root": root, "model_dir": model_path, "bf16_config": config, "cli": cli,
             "bf16_weights": bf16_weights,
             "weights": model_dir.read_weights(model_path),
@@ -259,7 +259,7 @@ def _run_cli(model_dir, export_dir):
     return subprocess.run(
         [sys.executable, os.path.join(REPO_ROOT, "tools", "export_savedmodel.py"),
          f"--model_dir={model_dir}", f"--export_dir={export_dir}", "--kind=encoder",
-         "--dtype=float32"],
+         "--dtype=float32", "--xla_batch_1"],
         capture_output=True, text=True, timeout=300,
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
 

@@ -219,6 +219,9 @@ def test_the_encoder_savedmodel_equals_keras_alone_in_pairs_and_in_mixed_batches
                                       ("two", range(2), encoder["two"])] + [
             ("alone", [row], encoder["alone"][row]) for row in range(count)]:
         for endpoint, values in outputs.items():
+            assert values["pooled_output"].shape[0] == len(rows), (
+                f"{setting}, {endpoint}, {batch_name}: pooled_output has shape "
+                f"{values['pooled_output'].shape} for {len(rows)} texts")
             for index, row in enumerate(rows):
                 want = reference["encoder"][row]
                 length = len(reference["ids"][row])

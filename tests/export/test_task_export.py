@@ -85,7 +85,8 @@ def exported(tmp_path_factory):
         full_config = task_models.save_task_model_dir(model, model_dir, config, vocab, True,
                                                       task_config)
         # Enough windows for the reference texts; the long bad input is cut.
-        module = task_export.build_task_module(model_dir, max_windows=16 if name == "squad" else 8)
+        module = task_export.build_task_module(model_dir, max_windows=16 if name == "squad" else 8,
+                                               xla_batch_1=True)
         task_export.save_task_module(module, str(root / name))
         result["modules"][name] = module
         result["models"][name] = model
@@ -257,8 +258,9 @@ def test_weights_are_constants_of_the_serving_graph(exported, loaded):
 
 
 def test_a_batch_of_one_runs_the_xla_compiled_model(exported, loaded):
-    """float32 task exports run a batch of one through an XLA-compiled copy of the model
-    (`xla_batch_1`): the same predictions as in a batch, in a fresh process."""
+    """Asked for (`xla_batch_1`), float32 task exports run a batch of one through an
+    XLA-compiled copy of the model: the same predictions as in a batch, in a fresh process. By
+    default they do not (each new length would compile inside its first request)."""
     from export_helpers import xla_compiled_calls
 
     from bert_keras.export.task_export import build_task_module
@@ -274,8 +276,8 @@ def test_a_batch_of_one_runs_the_xla_compiled_model(exported, loaded):
     assert np.abs(alone["score"][0] - batch["score"][4]) <= 1e-4
     # Off by request, and never in bfloat16 (XLA's CPU backend has no fast bf16 kernels).
     model_dir = str(exported["root"] / "classification_model")
-    for module in (build_task_module(model_dir, xla_batch_1=False),
-                   build_task_module(model_dir, dtype="bfloat16")):
+    for module in (build_task_module(model_dir),
+                   build_task_module(model_dir, dtype="bfloat16", xla_batch_1=True)):
         assert xla_compiled_calls(module.serving_default.get_concrete_function()) == 0
 
 
