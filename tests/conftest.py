@@ -22,6 +22,7 @@ SLOWEST_FILES = (
     "finetuning/test_transfer.py",
     "pretraining/test_multi_worker.py",
     "export/test_encoder_export.py",
+    "export/test_every_cpu.py",
     "export/test_savedmodel_layer.py",
     "pretraining/test_run_pretraining_cli.py",
     "pretraining/test_run.py",
@@ -36,3 +37,37 @@ _RANK = {f"tests/{name}": index for index, name in enumerate(SLOWEST_FILES)}
 def pytest_collection_modifyitems(items):
     # Stable: the other files keep their order, after the slowest.
     items.sort(key=lambda item: _RANK.get(item.nodeid.split("::")[0], len(_RANK)))
+
+
+def _cpu_flags():
+    """The AVX-512 and AMX flags of this CPU (Linux), sorted."""
+    import re
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return None
+    return sorted(set(re.findall(r"\b(avx512[a-z_0-9]*|amx[a-z_0-9]*)\b", text)))
+
+
+def cpu_report():
+    """What the CPU lets the oneDNN checks (export/test_every_cpu.py) exercise here: both
+    settings always run, but oneDNN's AVX-512 and AMX kernels only where the CPU has them."""
+    flags = _cpu_flags()
+    if flags is None:
+        return ["cpu: flags unknown (no /proc/cpuinfo); oneDNN checks run with TF_ENABLE_ONEDNN_OPTS=1 and =0"]
+    lines = [f"cpu: {' '.join(flags) or 'no avx512 or amx flags (AVX2 or older)'}"]
+    missing = [name for name, present in (
+        ("oneDNN's AVX-512 kernels", any(f.startswith("avx512") for f in flags)),
+        ("oneDNN's AVX-512 bf16 kernels", "avx512_bf16" in flags),
+        ("oneDNN's AMX kernels", "amx_tile" in flags)) if not present]
+    lines.append("oneDNN checks: TF_ENABLE_ONEDNN_OPTS=1 and =0 (Grappler's oneDNN fusions run on any x86 CPU)"
+                 + (f"; not exercised on this CPU: {', '.join(missing)}" if missing else ""))
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter):
+    # Printed under -q as well: the suite's output says which CPU paths it could not exercise.
+    for line in cpu_report():
+        terminalreporter.write_line(line)
