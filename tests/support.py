@@ -25,7 +25,17 @@ def missing_anchor(message):
     """Skips the test locally; fails it in CI (`CI=true`)."""
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(f"{message} (CI=true: the cross-checks against it must run)")
-    pytest.skip(message)
+    pytest.skip(message, allow_module_level=True)
+
+
+def required_module(module, install):
+    """Imports a module the suite needs beyond the package's own requirements (the test
+    extra's notebook runner, say): skipped locally when missing, failed in CI, the one policy
+    of every optional import in the suite."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        missing_anchor(f"{module} is not importable ({error}; {install})")
 
 
 def anchor_dir(module):

@@ -18,10 +18,11 @@ import string
 import struct
 
 import pytest
+from support import required_module
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-pytest.importorskip("ipykernel")
+nbformat = required_module("nbformat", 'pip install -e ".[test]"')
+nbclient = required_module("nbclient", 'pip install -e ".[test]"')
+required_module("ipykernel", 'pip install -e ".[test]"')
 
 REPO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLABS_DIR = os.path.join(REPO_DIR, "colabs")
