@@ -207,11 +207,10 @@ def _versus_random_init(result):
 
 
 def _save_served_model(options, paths, result, candidates):
-    """Writes `finetuned/`: the pre-trained side of `result` (`candidates`: the job's model, the
-    released one) with the best dev mean, at its chosen setting,
-    first seed, on the headline examples. `candidates` is {side: (sweep, initial weights, kept
-    weights or None)}; a resumed comparison read the run back from its record, so it is trained
-    again (the same run). Returns the side."""
+    """Writes `finetuned/`: of the pre-trained sides (`candidates`, {side: (sweep, initial
+    weights, kept weights or None)}), the one with the best dev mean in `result`, at its chosen
+    setting, first seed, on the headline examples. A resumed comparison read that run back from
+    its record (no kept weights), so it is trained again (the same run). Returns the side."""
     from bert_keras.finetuning.sweep import subset
     from bert_keras.finetuning.task_models import save_task_model_dir
     from bert_keras.model import checkpoint_names
