@@ -52,8 +52,6 @@ LITE_CONFIG_NAME = "lite_config.json"
 LITE_VOCAB_NAME = "vocab.txt"
 # What a lite export directory holds (besides assets.extra/).
 LITE_ENTRIES = (LITE_MODEL_NAME, LITE_CONFIG_NAME, LITE_VOCAB_NAME)
-# Fine-tuned heads a lite export serves.
-LITE_HEADS = ("classification", "regression")
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 LITE_DTYPES = ("float32", "int8")
 # The largest difference allowed between the converted model and the Keras model on the
@@ -102,13 +100,10 @@ def export_lite_from_model_dir(model_dir, export_dir, seq_length=None, dtype="fl
                            text_pair=None)
         default_length = 128
     else:
-        model, head = _task_model(model_dir, task_config)
-        lite_config.update(kind=head, outputs=["logits"], text_pair=_is_pair(task_config),
-                           task=task_config.get("task"))
-        if head == "classification":
-            from bert_keras.export.raw_text import label_names
-
-            lite_config["label_names"] = label_names(task_config, model.head.num_classes)
+        model, lite_fields = _task_model(model_dir, task_config)
+        # The family's fields: the model's outputs, text_pair, label names.
+        lite_config.update(kind=task_config["head"], task=task_config.get("task"),
+                           **lite_fields(task_config, model))
         default_length = task_config.get("max_seq_length") or 128
     seq_length = int(seq_length or default_length)
     if not 3 <= seq_length <= config.max_position_embeddings:
@@ -125,9 +120,9 @@ def export_lite_from_model_dir(model_dir, export_dir, seq_length=None, dtype="fl
         # longest text already, and TensorFlow Lite runs static graphs best.
         with unpadded_inference(False):
             outputs = model(features, training=False)
-        if lite_config["kind"] == "encoder":
-            return {name: tf.cast(outputs[name], tf.float32) for name in lite_config["outputs"]}
-        return {"logits": tf.cast(outputs, tf.float32)}
+        if not isinstance(outputs, dict):  # a head of one output
+            outputs = {lite_config["outputs"][0]: outputs}
+        return {name: tf.cast(outputs[name], tf.float32) for name in lite_config["outputs"]}
 
     concrete = tf.function(call, input_signature=specs, autograph=False).get_concrete_function()
     frozen = convert_variables_to_constants_v2(concrete)
@@ -162,22 +157,18 @@ def _encoder(model_dir, config):
 
 
 def _task_model(model_dir, task_config):
+    """(the fine-tuned model, the lite mapping its head's family declares)."""
+    from bert_keras.finetuning import catalog
     from bert_keras.finetuning.task_models import load_task_model
 
     head = task_config.get("head")
-    if head not in LITE_HEADS:
+    if head not in catalog.lite_heads():
         raise LiteExportError(
             f"{model_dir}: head {head!r} has no lite export; --kind=lite serves the encoder of "
-            f"a pre-trained directory and the {' and '.join(LITE_HEADS)} heads (--kind=task "
-            "exports every head as a SavedModel)")
+            f"a pre-trained directory and the {' and '.join(catalog.lite_heads())} heads "
+            "(--kind=task exports every head as a SavedModel)")
     model, _ = load_task_model(model_dir, dtype="float32")
-    return model, head
-
-
-def _is_pair(task_config):
-    from bert_keras.export.classification_serving import _is_pair_task
-
-    return _is_pair_task(task_config)
+    return model, catalog.family_of_head(head).lite[head]
 
 
 def _check_conversion(export_dir, concrete, lite_config):
@@ -340,5 +331,5 @@ class LiteModel:
                 "label_id": np.zeros([0], np.int32), "label_name": np.zeros([0], object)}
 
 
-__all__ = ["LiteModel", "LiteExportError", "export_lite_from_model_dir", "LITE_HEADS", "LITE_DTYPES",
+__all__ = ["LiteModel", "LiteExportError", "export_lite_from_model_dir", "LITE_DTYPES",
            "LITE_MODEL_NAME", "LITE_CONFIG_NAME"]

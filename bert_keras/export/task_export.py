@@ -3,7 +3,9 @@ SavedModel with a `serving_default` signature that takes strings.
 
 The model directory is a fine-tuned one (`bert_keras.finetuning.task_models.save_task_model_dir`): its
 `task_config.json` names the head and the task, and its `model.safetensors` holds the head's
-weights under "task/<head name>/...". The exported signature depends on the head:
+weights under "task/<head name>/...". The family that declares the head
+(`bert_keras.finetuning.catalog.family_of_head`) serves it: its `serving.py` builds the
+signature, which depends on the head:
 
 classification (GLUE classification tasks)
     inputs `text_a` string [batch] (and `text_b` [batch] for sentence-pair tasks);
@@ -79,22 +81,16 @@ import os
 
 import tensorflow as tf
 
-from bert_keras.export.classification_serving import ClassificationServing
 from bert_keras.export.encoder_export import (_Exportable, dtype_policy, plain_inference,
                                              run_inference, save_module, tracing_as_saved,
                                              xla_inference)
-from bert_keras.export.multiple_choice_serving import MultipleChoiceServing
-from bert_keras.export.ner_serving import NerServing
-from bert_keras.export.raw_text import NEG_INF, TaskExportError, cut_to_longest, pad_positions
-from bert_keras.export.squad_serving import SquadServing
+from bert_keras.export.raw_text import cut_to_longest, pad_positions
+from bert_keras.finetuning import catalog
+from bert_keras.finetuning.tasks.serving import TaskExportError
 from bert_keras.modeldir import model_dir as model_dir_lib
 
 logger = logging.getLogger("bert_keras.export")
 
-# head kind of task_config.json -> serving kind
-SERVING_KINDS = {"classification": "classification", "regression": "regression",
-                 "multiple_choice": "multiple_choice", "span": "squad", "token_tagging": "ner",
-                 "feature_based_bilstm": "ner"}
 DEFAULT_MAX_WINDOWS = 32
 
 
@@ -148,9 +144,9 @@ class ConstantWeightsModel:
 
 
 # ------------------------------------------------------------------------------ the module
-class TaskModule(ClassificationServing, MultipleChoiceServing, SquadServing, NerServing,
-                 _Exportable):
-    """The raw-text task model: tokenizer + fine-tuned Keras model + post-processing.
+class TaskModule(_Exportable):
+    """The raw-text task model: tokenizer + fine-tuned Keras model + post-processing, the last
+    from the `Serving` its head's family declares.
 
     Callable in memory through `serving_default(...)` (keyword string tensors) exactly as after
     loading; `signatures()` gives what `tf.saved_model.save` writes.
@@ -173,35 +169,23 @@ class TaskModule(ClassificationServing, MultipleChoiceServing, SquadServing, Ner
         object.__setattr__(self, "_model", model)
         object.__setattr__(self, "_xla_model", xla_inference(model, xla_batch_1))
         self._task_config = dict(task_config)
-        head = task_config.get("head")
-        if head not in SERVING_KINDS:
-            raise TaskExportError(
-                f"head {head!r} of task_config.json cannot be served from raw text; supported: "
-                f"{', '.join(SERVING_KINDS)}")
-        self.kind = SERVING_KINDS[head]
+        serving = _serving(task_config.get("head"))(self)
+        object.__setattr__(self, "_serving", serving)
         self._seq_length = int(seq_length)
         self._max_windows = int(max_windows or DEFAULT_MAX_WINDOWS)
         self._cls = int(special_ids["start_of_sequence_id"])
         self._sep = int(special_ids["end_of_segment_id"])
         self._pad = int(special_ids["padding_id"])
-        minimum = {"classification": 4, "regression": 4, "multiple_choice": 4, "squad": 5,
-                   "ner": 3}[self.kind]
-        if self._seq_length < minimum:
-            raise TaskExportError(f"seq_length {seq_length} is too short for {self.kind}")
+        if self._seq_length < serving.min_seq_length:
+            raise TaskExportError(f"seq_length {seq_length} is too short for the "
+                                  f"{task_config['head']} head")
 
         self.variables = list(model.variables)
         self.trainable_variables = list(model.trainable_variables)
         # Trackable so that `loaded.seq_length.numpy()` tells a client the window length.
         self.seq_length = tf.Variable(self._seq_length, trainable=False, name="seq_length")
 
-        if self.kind in ("classification", "regression"):
-            self._build_classification()
-        elif self.kind == "multiple_choice":
-            self._build_multiple_choice()
-        elif self.kind == "squad":
-            self._build_squad()
-        else:
-            self._build_ner()
+        serving.build()
         with tracing_as_saved():
             self.serving_default.get_concrete_function()
 
@@ -218,12 +202,20 @@ class TaskModule(ClassificationServing, MultipleChoiceServing, SquadServing, Ner
         per-position outputs [windows, length, ...] are padded back to seq_length."""
         features, length = cut_to_longest(features, self._seq_length)
         outputs = run_inference(self._model, features, self._xla_model)
-        if self.kind == "squad":
-            return {name: pad_positions(value, self._seq_length, NEG_INF)
-                    for name, value in outputs.items()}
-        if self.kind == "ner":
-            return pad_positions(outputs, self._seq_length)
-        return outputs
+        padding = self._serving.position_padding
+        if padding is None:
+            return outputs
+        return tf.nest.map_structure(
+            lambda value: pad_positions(value, self._seq_length, padding), outputs)
+
+
+def _serving(head):
+    """The `Serving` class of a head; TaskExportError naming the heads served from raw text."""
+    served = catalog.served_heads()
+    if head not in served:
+        raise TaskExportError(f"head {head!r} of task_config.json cannot be served from raw "
+                              f"text; supported: {', '.join(served)}")
+    return catalog.family_of_head(head).serving[head]
 
 
 # ------------------------------------------------------------------------------- exporting
@@ -238,9 +230,9 @@ def build_task_module(model_dir, seq_length=None, dtype="float32", max_windows=N
         raise TaskExportError(f"{model_dir}: no {model_dir_lib.TASK_CONFIG_NAME}; --kind=task needs "
                               "a fine-tuned model directory (tools/run_finetuning.py writes one)")
     head = task_config.get("head")
-    if head not in SERVING_KINDS:
+    if head not in catalog.served_heads():
         raise TaskExportError(f"{model_dir}: head {head!r} cannot be served from raw text; "
-                              f"supported heads: {', '.join(SERVING_KINDS)}")
+                              f"supported heads: {', '.join(catalog.served_heads())}")
     seq_length = int(seq_length or task_config.get("max_seq_length") or 128)
     config = model_dir_lib.read_config(model_dir)
     if seq_length > config.max_position_embeddings:
@@ -281,5 +273,5 @@ def export_task_from_model_dir(model_dir, export_dir, seq_length=None, dtype="fl
                                               xla_batch_1=xla_batch_1), export_dir)
 
 
-__all__ = ["TaskModule", "ConstantWeightsModel", "TaskExportError", "build_task_module", "save_task_module",
-           "export_task_from_model_dir", "SERVING_KINDS"]
+__all__ = ["TaskModule", "ConstantWeightsModel", "TaskExportError", "build_task_module",
+           "save_task_module", "export_task_from_model_dir"]

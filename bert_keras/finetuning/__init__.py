@@ -1,7 +1,7 @@
-"""Fine-tuning with `keras.Model.fit`: the task heads and models, the task families
-(`glue/`, `squad/`, `swag/`, `conll/`, what they share in `tasks/`, names in `catalog`),
-`run_finetuning`, and many runs in one process
-(`sweep`) for comparing initializations fairly (`transfer`).
+"""Fine-tuning with `keras.Model.fit`: the task families (`glue/`, `squad/`, `swag/`, `conll/`,
+each with its reader, task, heads and serving; what they share in `tasks/`; names and the list
+of families in `catalog`), fine-tuned model directories (`task_models`), `run_finetuning`, and
+many runs in one process (`sweep`) for comparing initializations fairly (`transfer`).
 """
 
 from bert_keras import lazy_exports

@@ -15,8 +15,10 @@ A `FinetuningTask` knows, for one task:
 
 Task names (`bert_keras.finetuning.catalog`): `glue/<cola|sst2|mrpc|stsb|qqp|mnli|qnli|rte|wnli>`,
 `squad_v1`, `squad_v2`, `swag`, `conll2003`. Each family's task lives in its own folder
-(`finetuning/<family>/task.py`, beside the family's data reader). Text is tokenized with the model directory's vocabulary by the in-graph
-tokenizer that the exported preprocessor and task models run (`bert_keras.finetuning.tasks.words`).
+(`finetuning/<family>/task.py`, beside the family's data reader, heads and serving) and declares
+its defaults (`defaults`). Text is tokenized with the model directory's vocabulary by the
+in-graph tokenizer that the exported preprocessor and task models run
+(`bert_keras.finetuning.tasks.words`).
 
 Example:
 
@@ -34,8 +36,7 @@ import numpy as np
 
 from bert_keras.common import cli
 from bert_keras.common.cli import option
-from bert_keras.finetuning import catalog
-from bert_keras.finetuning.task_models import POOLINGS
+from bert_keras.finetuning.glue.head import POOLINGS
 from bert_keras.finetuning.tasks import encoding
 from bert_keras.finetuning.tasks.words import WordTokenizer
 from bert_keras.modeldir import model_dir as model_dir_lib
@@ -114,17 +115,6 @@ class FinetuningOptions:
             bad("weight_decay", "at least 0", self.weight_decay)
 
 
-# task family -> defaults applied where an option is None.
-_DEFAULTS = {
-    "glue": dict(learning_rate=2e-5, train_batch_size=32, num_train_epochs=3, max_seq_length=128),
-    "squad_v1": dict(learning_rate=5e-5, train_batch_size=32, num_train_epochs=3,
-                     max_seq_length=384),
-    "squad_v2": dict(learning_rate=5e-5, train_batch_size=48, num_train_epochs=2,
-                     max_seq_length=384),
-    "swag": dict(learning_rate=2e-5, train_batch_size=16, num_train_epochs=3, max_seq_length=128),
-    "conll2003": dict(learning_rate=5e-5, train_batch_size=32, num_train_epochs=3,
-                      max_seq_length=128),
-}
 # The frozen-BERT BiLSTM trains from scratch: it needs a larger step than fine-tuning BERT.
 _FEATURE_BASED_LEARNING_RATE = 1e-3
 
@@ -151,14 +141,17 @@ class TaskData:
         return len(next(iter(self.inputs.values())))
 
 
-def _limit(items, limit):
-    return items if limit is None else items[:limit]
-
-
 class FinetuningTask:
-    """The common part of every task: vocabulary, tokenizer, options and defaults."""
+    """The common part of every task: vocabulary, tokenizer, options and defaults.
+
+    A family's task sets `family` (its name in `bert_keras.finetuning.catalog`), `defaults`
+    (the options applied where None: the paper's for the task) and, to accept
+    `feature_based`, `allows_feature_based`.
+    """
 
     family = None
+    defaults = {}
+    allows_feature_based = False
     eval_splits = ("dev",)
     predict_splits = ("test",)
 
@@ -170,12 +163,12 @@ class FinetuningTask:
         self.data_dir = os.fspath(data_dir) if data_dir is not None else None
         self.model_dir = os.fspath(model_dir)
         if self.options.feature_based:
-            if self.family != "conll2003":
+            if not self.allows_feature_based:
                 raise ValueError("feature_based is the paper's CoNLL-2003 experiment; use it "
                                  "with the conll2003 task")
             if self.options.learning_rate is None:
                 self.options.learning_rate = _FEATURE_BASED_LEARNING_RATE
-        for key, value in _DEFAULTS[self.family].items():
+        for key, value in self.defaults.items():
             if getattr(self.options, key) is None:
                 setattr(self.options, key, value)
         self.options.validate()
@@ -190,6 +183,12 @@ class FinetuningTask:
         if self.max_seq_length > config.max_position_embeddings:
             raise ValueError(f"max_seq_length {self.max_seq_length} is longer than the model's "
                              f"max_position_embeddings {config.max_position_embeddings}")
+
+    def limited(self, items, training):
+        """The first `max_train_examples` (training) or `max_eval_examples` of `items` (all of
+        them when the option is None)."""
+        limit = self.options.max_train_examples if training else self.options.max_eval_examples
+        return items if limit is None else items[:limit]
 
     def encode(self, texts_a, texts_b=None):
         """int32 encoder inputs of texts (any shape, e.g. [N] or [N, 4]) and optional pairs."""
@@ -212,16 +211,10 @@ class FinetuningTask:
 
 def get_task(name, data_dir, model_dir, options=None):
     """The `FinetuningTask` for a task name (see the module docstring)."""
-    import importlib
+    from bert_keras.finetuning import catalog  # the families' tasks import this module
 
     task = catalog.parse_task_name(name)
-    module = importlib.import_module(f"bert_keras.finetuning.{task.family}.task")
-    return getattr(module, _FAMILY_CLASSES[task.family])(task.name, data_dir, model_dir, options)
-
-
-# family -> its `FinetuningTask` (in `bert_keras.finetuning.<family>.task`).
-_FAMILY_CLASSES = {"glue": "GlueFinetuning", "squad": "SquadFinetuning", "swag": "SwagFinetuning",
-                   "conll": "ConllFinetuning"}
+    return catalog.FAMILIES[task.family].task(task.name, data_dir, model_dir, options)
 
 
 __all__ = ["FinetuningOptions", "FinetuningTask", "TaskData", "get_task"]

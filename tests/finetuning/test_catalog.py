@@ -33,8 +33,34 @@ def test_unknown_names_list_the_known_ones(name):
 
 
 def test_pair_tasks():
-    assert catalog.is_pair_task("glue/mrpc") and not catalog.is_pair_task("glue/sst2")
-    assert not catalog.is_pair_task("squad_v2")
+    from bert_keras.finetuning.glue.data import is_pair_task
+
+    assert is_pair_task({"task": "glue/mrpc"}) and not is_pair_task({"task": "glue/sst2"})
+    assert not is_pair_task({"task": "squad_v2"})
+    assert is_pair_task({"task": "glue/sst2", "text_pair": True})  # the recorded field first
+
+
+def test_a_head_leads_to_the_family_that_declares_it():
+    """A task_config.json's "head" leads to the family that declares it first; a family that
+    reuses another's head declares the same head, serving and lite mapping."""
+    kinds = {kind for family in catalog.FAMILIES.values() for kind in family.head_kinds}
+    for family in catalog.FAMILIES.values():  # a head reused by another family is served alike
+        for head in family.heads:
+            first = catalog.family_of_head(head.kind)
+            assert catalog.head(head.kind) is head
+            assert family.serving.get(head.kind) is first.serving.get(head.kind)
+            assert family.lite.get(head.kind) is first.lite.get(head.kind)
+    assert catalog.family_of_head("span").name == "squad"
+    assert catalog.family_of_head("feature_based_bilstm").name == "conll"
+    assert set(catalog.served_heads()) == set(kinds)
+    assert catalog.lite_heads() == ("classification", "regression")
+    with pytest.raises(ValueError, match="unknown head 'spam'; known: classification"):
+        catalog.head("spam")
+
+
+def test_a_family_task_says_its_family():
+    for name, family in catalog.FAMILIES.items():
+        assert family.task.family == name
 
 
 def test_get_task_builds_the_family_of_the_canonical_name(tmp_path):

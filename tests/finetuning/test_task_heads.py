@@ -4,8 +4,10 @@ import keras
 import numpy as np
 import pytest
 
-from bert_keras.finetuning.task_heads import (ClassificationHead, FeatureBasedBiLSTMHead, MultipleChoiceHead,
-                                              SpanHead, TokenTaggingHead)
+from bert_keras.finetuning.conll.head import FeatureBasedBiLSTMHead, TokenTaggingHead
+from bert_keras.finetuning.glue.head import ClassificationHead
+from bert_keras.finetuning.squad.head import SpanHead
+from bert_keras.finetuning.swag.head import MultipleChoiceHead
 
 RNG = np.random.default_rng(0)
 

@@ -7,9 +7,9 @@ import keras
 import numpy as np
 
 from bert_keras.common.files import write_text_atomic
-from bert_keras.finetuning import task_models
 from bert_keras.finetuning.conll import data as conll
-from bert_keras.finetuning.task import FinetuningTask, TaskData, _limit
+from bert_keras.finetuning.conll.head import build_token_tagger
+from bert_keras.finetuning.task import FinetuningTask, TaskData
 from bert_keras.finetuning.tasks.common import DataFormatError, IGNORE_LABEL_ID
 from bert_keras.metrics import conll_eval
 from bert_keras.model.encoder import INPUT_NAMES
@@ -25,12 +25,11 @@ class ConllFinetuning(FinetuningTask):
     percent) and per-type scores.
     """
 
-    family = "conll2003"
+    family = "conll"
+    defaults = dict(learning_rate=5e-5, train_batch_size=32, num_train_epochs=3, max_seq_length=128)
+    allows_feature_based = True  # the paper's frozen-BERT BiLSTM (Section 5.3)
     predict_splits = ()
     eval_splits = ("dev", "test")
-
-    def __init__(self, name, data_dir, model_dir, options=None):
-        super().__init__(name, data_dir, model_dir, options)
 
     def label_names(self):
         return list(conll.CONLL2003_LABELS)
@@ -40,8 +39,7 @@ class ConllFinetuning(FinetuningTask):
 
     def load(self, split, training=False):
         sentences = conll.read_conll_split(self.data_dir, split)
-        sentences = _limit(sentences, self.options.max_train_examples if training
-                           else self.options.max_eval_examples)
+        sentences = self.limited(sentences, training)
         if not sentences:
             raise DataFormatError(f"{self.name}: the {split} split has no sentences")
         self.tokenizer.prepare([word for sentence in sentences for word in sentence.words])
@@ -53,7 +51,7 @@ class ConllFinetuning(FinetuningTask):
                         context=None if training else (sentences, features))
 
     def build_model(self, encoder, dtype=None):
-        return task_models.build_token_tagger(
+        return build_token_tagger(
             encoder, num_labels=len(conll.CONLL2003_LABELS),
             dropout_rate=self.options.dropout_rate, feature_based=self.options.feature_based,
             feature_layers=self.options.feature_layers, lstm_units=self.options.lstm_units,

@@ -75,6 +75,11 @@ class GlueTask:
     def num_labels(self):
         return 1 if self.label_list is None else len(self.label_list)
 
+    @property
+    def text_pair(self):
+        """Whether the task takes two texts (text_a, text_b)."""
+        return self.text_b is not None
+
 
 _BINARY = ("0", "1")
 _ENTAILMENT = ("entailment", "not_entailment")
@@ -159,6 +164,15 @@ def task_spec(task):
     if key not in TASKS:
         raise ValueError(f"unknown GLUE task {task!r}; known: {', '.join(TASKS)}")
     return TASKS[key]
+
+
+def is_pair_task(task_config):
+    """Whether the task of a task_config.json takes two texts: its "text_pair" field, else its
+    GLUE task's (False for a task of another family)."""
+    if "text_pair" in task_config:
+        return bool(task_config["text_pair"])
+    task = str(task_config.get("task", ""))
+    return task.startswith("glue/") and task_spec(task.split("/", 1)[1]).text_pair
 
 
 def get_labels(task):

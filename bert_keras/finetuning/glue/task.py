@@ -6,9 +6,9 @@ import keras
 import numpy as np
 
 from bert_keras.common.files import write_text_atomic
-from bert_keras.finetuning import catalog, task_models
 from bert_keras.finetuning.glue import data as glue
-from bert_keras.finetuning.task import FinetuningTask, TaskData, _limit
+from bert_keras.finetuning.glue.head import build_classifier
+from bert_keras.finetuning.task import FinetuningTask, TaskData
 from bert_keras.finetuning.tasks.common import DataFormatError
 
 
@@ -24,10 +24,11 @@ class GlueFinetuning(FinetuningTask):
     """
 
     family = "glue"
+    defaults = dict(learning_rate=2e-5, train_batch_size=32, num_train_epochs=3, max_seq_length=128)
 
     def __init__(self, name, data_dir, model_dir, options=None):
         super().__init__(name, data_dir, model_dir, options)
-        self.spec = glue.task_spec(catalog.parse_task_name(name).glue_task)
+        self.spec = glue.task_spec(name.split("/", 1)[-1])
         self.eval_splits = self.spec.eval_splits
         self.predict_splits = tuple(s for s in self.spec.splits if s.startswith("test"))
 
@@ -36,7 +37,7 @@ class GlueFinetuning(FinetuningTask):
 
     def task_config(self):
         config = super().task_config()
-        config["text_pair"] = self.spec.text_b is not None
+        config["text_pair"] = self.spec.text_pair
         return config
 
     def split_exists(self, split):
@@ -54,8 +55,7 @@ class GlueFinetuning(FinetuningTask):
         else:
             examples = glue.read_glue_examples(self.spec.name, self.data_dir, split,
                                                skip_malformed=self.options.skip_malformed)
-        examples = _limit(examples, self.options.max_train_examples if training
-                          else self.options.max_eval_examples)
+        examples = self.limited(examples, training)
         if not examples:
             raise DataFormatError(f"{self.name}: the {split} split has no examples")
         arrays = glue.examples_to_arrays(examples, self.spec.name)
@@ -63,7 +63,7 @@ class GlueFinetuning(FinetuningTask):
         return TaskData(inputs, arrays.get("label"), context=examples)
 
     def build_model(self, encoder, dtype=None):
-        return task_models.build_classifier(
+        return build_classifier(
             encoder, num_labels=self.spec.num_labels, regression=self.spec.is_regression,
             dropout_rate=self.options.dropout_rate, dtype=dtype, pooling=self.options.pooling)
 

@@ -4,10 +4,10 @@ import os
 
 import keras
 
-from bert_keras.finetuning import task_models
 from bert_keras.finetuning.squad import data as squad
+from bert_keras.finetuning.squad.head import build_span_model
 from bert_keras.finetuning.squad import postprocess as squad_postprocess
-from bert_keras.finetuning.task import FinetuningTask, TaskData, _limit
+from bert_keras.finetuning.task import FinetuningTask, TaskData
 from bert_keras.finetuning.tasks.common import DataFormatError
 from bert_keras.metrics import squad_eval
 from bert_keras.model.encoder import INPUT_NAMES
@@ -23,12 +23,16 @@ class SquadFinetuning(FinetuningTask):
     task_config.json is set to the best-F1 one).
     """
 
+    family = "squad"
     predict_splits = ()
 
     def __init__(self, name, data_dir, model_dir, options=None):
-        self.family = name
-        super().__init__(name, data_dir, model_dir, options)
         self.version_2_with_negative = name == "squad_v2"
+        self.defaults = dict(learning_rate=5e-5, train_batch_size=32, num_train_epochs=3,
+                             max_seq_length=384)
+        if self.version_2_with_negative:  # the paper's SQuAD 2.0 setup
+            self.defaults.update(train_batch_size=48, num_train_epochs=2)
+        super().__init__(name, data_dir, model_dir, options)
         self.paths = squad.squad_file_paths(self.data_dir, self.version_2_with_negative)
         self.best_threshold = None
 
@@ -38,8 +42,7 @@ class SquadFinetuning(FinetuningTask):
     def load(self, split, training=False):
         data = squad.read_squad(self.paths[split], is_training=training,
                                 version_2_with_negative=self.version_2_with_negative)
-        examples = _limit(data.examples, self.options.max_train_examples if training
-                          else self.options.max_eval_examples)
+        examples = self.limited(data.examples, training)
         if not examples:
             raise DataFormatError(f"{self.paths[split]}: no usable questions "
                                   f"({len(data.skipped)} skipped)")
@@ -64,7 +67,7 @@ class SquadFinetuning(FinetuningTask):
         return TaskData(inputs, labels, context=context, notes=notes)
 
     def build_model(self, encoder, dtype=None):
-        return task_models.build_span_model(encoder, dtype=dtype)
+        return build_span_model(encoder, dtype=dtype)
 
     def compile_args(self):
         # The original averages the start and the end cross-entropy.

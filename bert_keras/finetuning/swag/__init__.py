@@ -1,3 +1,4 @@
-"""SWAG: the CSV reader and four-choice inputs (`data`) and the fine-tuning task (`task`).
-Serving: `bert_keras.export.multiple_choice_serving`.
+"""SWAG: the CSV reader and four-choice inputs (`data`), the fine-tuning task (`task`), the
+multiple-choice head (`head`), its raw-text serving (`serving`), and what the family declares
+(`family.SWAG`).
 """

@@ -3,7 +3,7 @@
 Header: `,video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,
 label` (test.csv has no `label`). As in the BERT paper, each example gives four sentence pairs: the
 context `sent1` as sentence A and `sent2 + " " + ending<k>` as sentence B (`choice_texts`, which
-the raw-text export `bert_keras.export.multiple_choice_serving` runs in its graph too); the label
+the raw-text export `bert_keras.finetuning.swag.serving` runs in its graph too); the label
 (0-3) is the right ending. Scored with accuracy (`bert_keras.metrics.classification.accuracy`).
 
 Example:

@@ -6,9 +6,9 @@ import keras
 import numpy as np
 
 from bert_keras.common.files import write_text_atomic
-from bert_keras.finetuning import task_models
 from bert_keras.finetuning.swag import data as swag
-from bert_keras.finetuning.task import FinetuningTask, TaskData, _limit
+from bert_keras.finetuning.swag.head import build_multiple_choice_model
+from bert_keras.finetuning.task import FinetuningTask, TaskData
 from bert_keras.finetuning.tasks.common import DataFormatError
 from bert_keras.metrics.classification import accuracy
 
@@ -22,6 +22,7 @@ class SwagFinetuning(FinetuningTask):
     """
 
     family = "swag"
+    defaults = dict(learning_rate=2e-5, train_batch_size=16, num_train_epochs=3, max_seq_length=128)
     _FILES = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}
 
     def path(self, split):
@@ -32,8 +33,7 @@ class SwagFinetuning(FinetuningTask):
 
     def load(self, split, training=False):
         examples = swag.read_swag_examples(self.path(split))
-        examples = _limit(examples, self.options.max_train_examples if training
-                          else self.options.max_eval_examples)
+        examples = self.limited(examples, training)
         if not examples:
             raise DataFormatError(f"{self.path(split)}: no examples")
         arrays = swag.examples_to_arrays(examples)
@@ -41,7 +41,7 @@ class SwagFinetuning(FinetuningTask):
         return TaskData(inputs, arrays.get("label"), context=examples)
 
     def build_model(self, encoder, dtype=None):
-        return task_models.build_multiple_choice_model(
+        return build_multiple_choice_model(
             encoder, num_choices=swag.NUM_CHOICES, dropout_rate=self.options.dropout_rate,
             dtype=dtype)
 

@@ -1,4 +1,5 @@
-"""Serving of token tagging heads (CoNLL-2003 NER) from raw text: word tags to entities in-graph.
+"""Serving of the conll family's token tagging heads (NER) from raw text: word tags to
+entities in-graph.
 
 Each word (as the tokenizer's basic tokenization splits it: whitespace, then punctuation) is
 labelled from its first wordpiece; long texts are cut into consecutive runs of whole words of at
@@ -8,7 +9,7 @@ per text. Entities are chunks of the BIO/IOB1 tags as conlleval reads them.
 
 import tensorflow as tf
 
-from bert_keras.export.raw_text import column, label_names, sanitize_utf8
+from bert_keras.finetuning.tasks.serving import Serving, column, label_names, sanitize_utf8
 from bert_keras.text.packing import dense_inputs, first_n
 
 
@@ -38,18 +39,23 @@ def _tag_parts(label_names):
     return prefixes, type_ids, types
 
 
-class NerServing:
-    """`TaskModule` methods of the token tagging heads."""
+class NerServing(Serving):
+    """The token tagging heads' `serving_default(text)`, and the module's `label_names` and
+    `entity_types`."""
 
-    def _build_ner(self):
+    min_seq_length = 3
+    position_padding = 0.0
+
+    def build(self):
         num_labels = self._model.head.num_classes
         names = label_names(self._task_config, num_labels)
         prefixes, type_ids, types = _tag_parts(names)
-        self.label_names = tf.Variable(names, trainable=False, name="label_names")
-        self.entity_types = tf.Variable(types or [""], trainable=False, name="entity_types")
+        self.module.label_names = tf.Variable(names, trainable=False, name="label_names")
+        self.module.entity_types = tf.Variable(types or [""], trainable=False,
+                                               name="entity_types")
         self._tag_prefix = prefixes
         self._tag_type = type_ids
-        self.serving_default = tf.function(
+        self.module.serving_default = tf.function(
             self._ner, input_signature=[tf.TensorSpec([None], tf.string, name="text")],
             autograph=False)
 
@@ -169,3 +175,6 @@ class NerServing:
                 "entity_end": per_text(char_end, -1),
                 "entity_score": per_text(entity_score, 0.0),
                 "num_entities": num_entities}
+
+
+__all__ = ["NerServing"]

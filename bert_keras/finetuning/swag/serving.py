@@ -1,4 +1,5 @@
-"""Serving of multiple-choice heads (SWAG) from raw text: one score per (context, ending) pair.
+"""Serving of the swag family's multiple-choice head from raw text: one score per (context,
+ending) pair.
 
 Inputs are the fields of a SWAG CSV row that fine-tuning reads: `sent1` string [batch] (the
 context), `sent2` string [batch] (the start of the next sentence) and `endings` string
@@ -26,23 +27,23 @@ Example:
 
 import tensorflow as tf
 
-from bert_keras.export.raw_text import same_batch, sanitize_utf8
 from bert_keras.finetuning.swag import data as swag
+from bert_keras.finetuning.tasks.serving import Serving, same_batch, sanitize_utf8
 from bert_keras.model.encoder import INPUT_NAMES
 from bert_keras.text.packing import pack_segments
 
 
-class MultipleChoiceServing:
-    """`TaskModule` methods of the multiple-choice head."""
+class MultipleChoiceServing(Serving):
+    """The multiple-choice head's `serving_default(sent1, sent2, endings)` and `encode(...)`."""
 
-    def _build_multiple_choice(self):
+    def build(self):
         self._num_choices = int(self._task_config.get("num_choices", swag.NUM_CHOICES))
         signature = [tf.TensorSpec([None], tf.string, name="sent1"),
                      tf.TensorSpec([None], tf.string, name="sent2"),
                      tf.TensorSpec([None, self._num_choices], tf.string, name="endings")]
-        self.serving_default = tf.function(self._multiple_choice, input_signature=signature,
+        self.module.serving_default = tf.function(self._multiple_choice, input_signature=signature,
                                            autograph=False)
-        self.encode = tf.function(self._multiple_choice_encode, input_signature=signature,
+        self.module.encode = tf.function(self._multiple_choice_encode, input_signature=signature,
                                   autograph=False)
 
     def _multiple_choice_encode(self, sent1, sent2, endings):
@@ -65,3 +66,6 @@ class MultipleChoiceServing:
                          tf.float32)  # [batch, choices]
         return {"logits": logits, "probabilities": tf.nn.softmax(logits, axis=-1),
                 "label_id": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+
+__all__ = ["MultipleChoiceServing"]

@@ -1,4 +1,5 @@
-"""Serving of SQuAD span heads from raw text: windows, span selection and answer text in-graph.
+"""Serving of the squad family's span head from raw text: windows, span selection and answer
+text in-graph.
 
 Follows the original `run_squad.py`: the question cut to `max_query_length` wordpieces, windows
 over the context wordpieces `doc_stride` apart, each start token considered only in the window
@@ -10,15 +11,19 @@ per context are run.
 
 import tensorflow as tf
 
-from bert_keras.export.raw_text import NEG_INF, char_offsets, column, same_batch, sanitize_utf8
 from bert_keras.finetuning.squad.postprocess import NO_CANDIDATE_NULL_ODDS
+from bert_keras.finetuning.tasks.serving import (NEG_INF, Serving, char_offsets, column, same_batch,
+                                                 sanitize_utf8)
 from bert_keras.text.packing import dense_inputs, first_n
 
 
-class SquadServing:
-    """`TaskModule` methods of the SQuAD span head (v1.1 and v2.0)."""
+class SquadServing(Serving):
+    """The span head's `serving_default(question, context)` and `encode(...)` (v1.1 and v2.0)."""
 
-    def _build_squad(self):
+    min_seq_length = 5
+    position_padding = NEG_INF  # an impossible start or end
+
+    def build(self):
         config = self._task_config
         self._version_2 = bool(config.get("version_2_with_negative", config.get("task") == "squad_v2"))
         self._doc_stride = int(config.get("doc_stride", 128))
@@ -30,8 +35,8 @@ class SquadServing:
             self._max_query_length = self._seq_length - 4
         signature = [tf.TensorSpec([None], tf.string, name="question"),
                      tf.TensorSpec([None], tf.string, name="context")]
-        self.serving_default = tf.function(self._squad, input_signature=signature, autograph=False)
-        self.encode = tf.function(self._squad_encode, input_signature=signature, autograph=False)
+        self.module.serving_default = tf.function(self._squad, input_signature=signature, autograph=False)
+        self.module.encode = tf.function(self._squad_encode, input_signature=signature, autograph=False)
 
     def _squad_encode(self, question, context):
         """The windows the model sees: `input_word_ids`, `input_mask`, `input_type_ids` int32
@@ -184,3 +189,6 @@ class SquadServing:
                 "answer_start": tf.where(has_answer, answer_start, -1),
                 "answer_end": tf.where(has_answer, answer_end, -1),
                 "score": score, "null_odds": null_odds, "has_answer": has_answer}
+
+
+__all__ = ["SquadServing"]
