@@ -115,10 +115,6 @@ class FinetuningOptions:
             bad("weight_decay", "at least 0", self.weight_decay)
 
 
-# The frozen-BERT BiLSTM trains from scratch: it needs a larger step than fine-tuning BERT.
-_FEATURE_BASED_LEARNING_RATE = 1e-3
-
-
 @dataclasses.dataclass
 class TaskData:
     """One split ready for the model.
@@ -145,8 +141,9 @@ class FinetuningTask:
     """The common part of every task: vocabulary, tokenizer, options and defaults.
 
     A family's task sets `family` (its name in `bert_keras.finetuning.catalog`), `defaults`
-    (the options applied where None: the paper's for the task) and, to accept
-    `feature_based`, `allows_feature_based`.
+    (the options applied where None: the paper's for the task; `option_defaults()` where they
+    depend on the task or the options) and, to accept `feature_based`,
+    `allows_feature_based`.
     """
 
     family = None
@@ -162,13 +159,10 @@ class FinetuningTask:
             raise ValueError(f"{name}: data_dir is required (the folder of the task's files)")
         self.data_dir = os.fspath(data_dir) if data_dir is not None else None
         self.model_dir = os.fspath(model_dir)
-        if self.options.feature_based:
-            if not self.allows_feature_based:
-                raise ValueError("feature_based is the paper's CoNLL-2003 experiment; use it "
-                                 "with the conll2003 task")
-            if self.options.learning_rate is None:
-                self.options.learning_rate = _FEATURE_BASED_LEARNING_RATE
-        for key, value in self.defaults.items():
+        if self.options.feature_based and not self.allows_feature_based:
+            raise ValueError("feature_based is the paper's CoNLL-2003 experiment; use it "
+                             "with the conll2003 task")
+        for key, value in self.option_defaults().items():
             if getattr(self.options, key) is None:
                 setattr(self.options, key, value)
         self.options.validate()
@@ -183,6 +177,10 @@ class FinetuningTask:
         if self.max_seq_length > config.max_position_embeddings:
             raise ValueError(f"max_seq_length {self.max_seq_length} is longer than the model's "
                              f"max_position_embeddings {config.max_position_embeddings}")
+
+    def option_defaults(self):
+        """{option: value} applied where the option is None."""
+        return self.defaults
 
     def limited(self, items, training):
         """The first `max_train_examples` (training) or `max_eval_examples` of `items` (all of

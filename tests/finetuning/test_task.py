@@ -33,3 +33,29 @@ def test_the_defaults_and_the_edges_pass():
     FinetuningOptions().validate()
     FinetuningOptions(learning_rate=1e-5, warmup_proportion=1.0, dropout_rate=0.0,
                       weight_decay=0.0, train_batch_size=1).validate()
+
+
+# The paper's fine-tuning settings (Devlin et al., 2019, Section 4 and Appendix A.3):
+# (learning rate, batch size, epochs, max_seq_length) where the options leave them None.
+@pytest.mark.parametrize("name,expected", [
+    ("glue/mrpc", (2e-5, 32, 3, 128)),
+    ("squad_v1", (5e-5, 32, 3, 384)),
+    ("squad_v2", (5e-5, 48, 2, 384)),
+    ("swag", (2e-5, 16, 3, 128)),
+    ("conll2003", (5e-5, 32, 3, 128)),
+])
+def test_each_family_applies_the_papers_defaults(name, expected, tmp_path):
+    from bert_keras.model.config import BertConfig
+    from bert_keras.modeldir.model_dir import write_model_dir
+    from bert_keras.text.vocab import Vocabulary
+
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "good"]
+    model = str(tmp_path / "model")
+    write_model_dir(model, BertConfig.from_preset("tiny", vocab_size=len(tokens)),
+                    Vocabulary(tokens), True)
+    options = get_task(name, str(tmp_path), model).options
+    assert (options.learning_rate, options.train_batch_size, options.num_train_epochs,
+            options.max_seq_length) == expected
+    # What is given is kept.
+    assert get_task(name, str(tmp_path), model,
+                    FinetuningOptions(train_batch_size=7)).options.train_batch_size == 7

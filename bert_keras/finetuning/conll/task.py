@@ -31,6 +31,12 @@ class ConllFinetuning(FinetuningTask):
     predict_splits = ()
     eval_splits = ("dev", "test")
 
+    def option_defaults(self):
+        if self.options.feature_based:
+            # The frozen-BERT BiLSTM trains from scratch: a larger step than fine-tuning BERT.
+            return dict(self.defaults, learning_rate=1e-3)
+        return self.defaults
+
     def label_names(self):
         return list(conll.CONLL2003_LABELS)
 

@@ -24,17 +24,19 @@ class SquadFinetuning(FinetuningTask):
     """
 
     family = "squad"
+    defaults = dict(learning_rate=5e-5, train_batch_size=32, num_train_epochs=3, max_seq_length=384)
     predict_splits = ()
 
     def __init__(self, name, data_dir, model_dir, options=None):
-        self.version_2_with_negative = name == "squad_v2"
-        self.defaults = dict(learning_rate=5e-5, train_batch_size=32, num_train_epochs=3,
-                             max_seq_length=384)
-        if self.version_2_with_negative:  # the paper's SQuAD 2.0 setup
-            self.defaults.update(train_batch_size=48, num_train_epochs=2)
         super().__init__(name, data_dir, model_dir, options)
+        self.version_2_with_negative = name == "squad_v2"
         self.paths = squad.squad_file_paths(self.data_dir, self.version_2_with_negative)
         self.best_threshold = None
+
+    def option_defaults(self):
+        if self.name == "squad_v2":  # the paper's SQuAD 2.0 setup
+            return dict(self.defaults, train_batch_size=48, num_train_epochs=2)
+        return self.defaults
 
     def split_exists(self, split):
         return os.path.isfile(self.paths[split])
