@@ -1,5 +1,6 @@
-"""Pre-training on any `tf.distribute` strategy: the record input pipeline, dynamic masking,
-the MLM and NSP losses, the training step and `run_pretraining`.
+"""Pre-training: the record input pipeline, dynamic masking, the MLM and NSP losses, the recipe
+`run_pretraining` (`run`) and its two engines, TensorFlow's `tf.distribute` step loop
+(`tensorflow_engine`, `step`) and Keras `fit` on JAX (`keras_engine`).
 """
 
 from bert_keras import lazy_exports

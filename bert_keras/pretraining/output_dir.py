@@ -20,8 +20,6 @@ from bert_keras.text.vocab import Vocabulary
 
 CHECKPOINTS_DIR = "checkpoints"
 RUN_FILE = "run.json"
-# The checkpoints of the trainer of other Keras backends (JAX): ckpt-<step>.npz.
-KERAS_CHECKPOINT_SUFFIX = ".npz"
 EVAL_RESULTS_FILE = "eval_results.txt"
 
 # What training writes in its output directory (`--start_over` removes these, nothing else).
@@ -128,14 +126,13 @@ def write_run_files(options, setup):
                       options.to_json_dict(), sort_keys=True, default=str)
 
 
-def inference_weights(options, setup, backend="tensorflow"):
-    """Where evaluation and export take the weights from, in this order: the latest checkpoint
-    of `backend`'s trainer in `output_dir`, its model directory, `init_model_dir`. Returns
-    (source, None) for a checkpoint, whose restoring is the trainer's, or (source,
-    {original name: array})."""
-    latest, record = latest_checkpoint(options.output_dir, backend)
-    check_checkpoint_config(latest, record, setup.config)
+def inference_weights(options, setup, latest):
+    """Where evaluation and export take the weights from, in this order: `latest` (the latest
+    checkpoint of the run's engine in `output_dir`, or None), the model directory of
+    `output_dir`, `init_model_dir`. Returns (source, None) for a checkpoint, whose restoring is
+    the engine's, or (source, {original name: array})."""
     if latest:
+        check_checkpoint_config(latest, saved_run_record(options.output_dir), setup.config)
         return latest, None
     weights_path = os.path.join(options.output_dir, model_dir_lib.WEIGHTS_NAME)
     if tf.io.gfile.exists(weights_path):
@@ -160,18 +157,19 @@ def run_record(options, config):
             "max_seq_length": options.max_seq_length}
 
 
-def check_output_dir(options, config, backend="tensorflow"):
+def check_output_dir(options, config, latest, backend, foreign=(None, None)):
     """Refuses an `output_dir` whose checkpoints or model belong to another configuration, or
-    whose checkpoints another backend's trainer wrote (`latest_checkpoint`).
+    whose checkpoints the engine of another Keras backend wrote.
 
-    Returns the latest checkpoint path to resume from, or None.
+    `latest` is the latest checkpoint of the run's engine in `output_dir` (or None), `backend`
+    the Keras backend the run is on, `foreign` (the latest checkpoint of the other engine or
+    None, that engine's backend). Returns the checkpoint to resume from, or None.
     """
     out = options.output_dir
     if tf.io.gfile.exists(out) and not tf.io.gfile.isdir(out):
         raise PretrainingError(f"--output_dir={out} is a file, not a directory")
-    latest, previous = latest_checkpoint(out, backend)
-    other = "jax" if backend == "tensorflow" else "tensorflow"
-    theirs, _ = latest_checkpoint(out, other)
+    previous = saved_run_record(out) if latest else None
+    theirs, other = foreign
     if theirs and not latest:
         raise PretrainingError(
             f"{theirs} is a checkpoint of the trainer of the Keras {other} backend; this run is "
@@ -211,63 +209,14 @@ def check_output_dir(options, config, backend="tensorflow"):
     return None
 
 
-def latest_checkpoint(output_dir, backend="tensorflow"):
-    """(the latest checkpoint of `output_dir`, its run record from run.json); (None, None) when
-    there is no checkpoint, and a None record when there is no run.json.
-
-    `backend` names the trainer whose checkpoints count: "tensorflow" (`tf.train.Checkpoint`'s
-    `ckpt-<step>.index`) or another Keras backend (`keras_checkpoints`' `ckpt-<step>.npz`).
-    """
-    checkpoints = os.path.join(output_dir, CHECKPOINTS_DIR)
-    if backend == "tensorflow":
-        latest = tf.train.latest_checkpoint(checkpoints) if tf.io.gfile.exists(checkpoints) else None
-    else:
-        found = keras_checkpoints(output_dir)
-        latest = found[-1][1] if found else None
-    run_path = os.path.join(checkpoints, RUN_FILE)
-    if not latest or not tf.io.gfile.exists(run_path):
-        return latest, None
+def saved_run_record(output_dir):
+    """The run record (`run_record`) of `checkpoints/run.json` in `output_dir`; None when the
+    file is not there."""
+    run_path = os.path.join(output_dir, CHECKPOINTS_DIR, RUN_FILE)
+    if not tf.io.gfile.exists(run_path):
+        return None
     with tf.io.gfile.GFile(run_path) as f:
-        return latest, _with_causal_attention(json.load(f))
-
-
-def keras_checkpoint_path(output_dir, step):
-    """Where the trainer of a non-TensorFlow Keras backend keeps its checkpoint of `step`."""
-    return os.path.join(output_dir, CHECKPOINTS_DIR, f"ckpt-{step}{KERAS_CHECKPOINT_SUFFIX}")
-
-
-def keras_checkpoints(output_dir):
-    """[(step, path)] of the whole checkpoints of a non-TensorFlow trainer in `output_dir`, by
-    step (a save is renamed into place whole: no partial file has this name).
-
-    >>> import tempfile
-    >>> out = tempfile.mkdtemp()
-    >>> os.makedirs(os.path.join(out, CHECKPOINTS_DIR))
-    >>> for step in (10, 200, 30):
-    ...     open(keras_checkpoint_path(out, step), "w").close()
-    >>> [step for step, _ in keras_checkpoints(out)]
-    [10, 30, 200]
-    """
-    directory = os.path.join(output_dir, CHECKPOINTS_DIR)
-    found = []
-    for name in tf.io.gfile.listdir(directory) if tf.io.gfile.isdir(directory) else ():
-        step = keras_checkpoint_step(name)
-        if step is not None:
-            found.append((step, os.path.join(directory, name)))
-    return sorted(found)
-
-
-def keras_checkpoint_step(path):
-    """The step of a `keras_checkpoint_path`, or None for any other file.
-
-    >>> keras_checkpoint_step("out/checkpoints/ckpt-200.npz"), keras_checkpoint_step("ckpt-1.index")
-    (200, None)
-    """
-    name = os.path.basename(path)
-    stem = name[len("ckpt-"):-len(KERAS_CHECKPOINT_SUFFIX)]
-    if name.startswith("ckpt-") and name.endswith(KERAS_CHECKPOINT_SUFFIX) and stem.isdigit():
-        return int(stem)
-    return None
+        return _with_causal_attention(json.load(f))
 
 
 def check_checkpoint_config(latest, record, config):
@@ -294,5 +243,4 @@ def _describe_difference(name, old, new):
 __all__ = ["CHECKPOINTS_DIR", "RUN_FILE", "EVAL_RESULTS_FILE", "RUN_OUTPUTS", "write_model_files",
            "check_sequence_length", "write_run_files", "inference_weights",
            "remove_earlier_run", "resolve_model_setup", "check_output_dir", "run_record",
-           "latest_checkpoint", "keras_checkpoint_path", "keras_checkpoints", "keras_checkpoint_step", "KERAS_CHECKPOINT_SUFFIX",
-           "check_checkpoint_config"]
+           "saved_run_record", "check_checkpoint_config"]

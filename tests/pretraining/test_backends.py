@@ -1,5 +1,5 @@
-"""Pre-training on the Keras JAX backend (`pretraining.keras_fit`, `keras.Model.fit`) takes the
-steps of the TensorFlow trainer (`pretraining.step`).
+"""Pre-training on the Keras JAX backend (`pretraining.keras_engine`, `keras.Model.fit`) takes the
+steps of the TensorFlow engine (`pretraining.tensorflow_engine`, the step of `pretraining.step`).
 
 `run_pretraining` in one process per backend (`KERAS_BACKEND`), from the same model directory
 (encoder and heads, dropout off) on the same masked records, 6 steps of AdamW with warm-up and
@@ -237,7 +237,7 @@ def test_a_jax_run_killed_after_a_checkpoint_resumes_to_the_same_weights(start, 
     several steps per execution: SIGKILL once a checkpoint exists, rerun, and the weights are
     those of a run that was never stopped."""
     from bert_keras.modeldir import model_dir
-    from bert_keras.pretraining.output_dir import keras_checkpoints
+    from bert_keras.pretraining.keras_engine import checkpoints as keras_checkpoints
 
     steps = 120
     env = backend_env("jax")
@@ -288,7 +288,7 @@ def test_a_jax_run_killed_after_a_checkpoint_resumes_to_the_same_weights(start, 
 _JAXPR_CHILD = textwrap.dedent('''
     import json, sys
     import jax
-    from bert_keras.pretraining import inputs, keras_fit
+    from bert_keras.pretraining import inputs, keras_engine
     from bert_keras.pretraining.output_dir import resolve_model_setup
     from bert_keras.pretraining.run import PretrainingOptions
 
@@ -298,7 +298,7 @@ _JAXPR_CHILD = textwrap.dedent('''
                                  max_seq_length=32, max_predictions_per_seq=5,
                                  mixed_precision="float32", gradient_accumulation_steps=2)
     setup = resolve_model_setup(options)
-    trainer, _ = keras_fit.compile_trainer(options, setup)
+    trainer, _ = keras_engine.compile_trainer(options, setup.config)
     files, kind = inputs.prepare_records(options)
     batch = next(inputs.make_dataset_fn(files, kind, 32, 5, 4, targets=inputs.target_options(
         options, setup.vocab), seed=1)(None).as_numpy_iterator())

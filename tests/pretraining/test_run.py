@@ -21,8 +21,8 @@ from bert_keras.modeldir import model_dir
 from bert_keras.pretraining import inputs as pretraining_input
 from bert_keras.model.config import BertConfig
 from bert_keras.pretraining.run import (CHECKPOINTS_DIR, NonFiniteLossError, PretrainingError,
-                                        PretrainingOptions, build_training_state, evaluate, make_eval_function,
-                                        make_train_function, train)
+                                        PretrainingOptions, evaluate, train)
+from bert_keras.pretraining.step import build_training_state, make_eval_function, make_train_function
 from bert_keras.data.records import RecordsError
 from bert_keras.pretraining.losses import masked_lm_sums, metrics_from_sums, next_sentence_sums
 from bert_keras.text.vocab import Vocabulary, VocabularyError
