@@ -10,8 +10,8 @@ micro-batches and steps can be added up exactly and divided once:
 The released code divides the MLM sum by `sum(w) + 1e-5` per core; here the denominator is the
 global batch's weight, which makes one step independent of how the batch is split.
 
-Written in `keras.ops`: the TensorFlow trainer (`pretraining.step`) and `keras.Model.fit` on
-any backend (`pretraining.keras_fit`) compute the same loss with the same code. One exception,
+Written in `keras.ops`: the TensorFlow engine (`pretraining.step`) and `keras.Model.fit` on
+any backend (`pretraining.keras_engine`) compute the same loss with the same code. One exception,
 for speed: on TensorFlow the masked LM's cross entropy and arg max over the vocabulary are one
 XLA-compiled pass, and its gradient (softmax minus the one-hot label) another, instead of
 TensorFlow's cross-entropy kernel and a separate arg max (22 against 8 ms a step for BERT-small's
