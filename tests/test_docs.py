@@ -51,6 +51,8 @@ def test_readme_is_a_front_page():
     block = setup.split("```bash", 1)[1].split("```", 1)[0]
     commands = [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
     assert len(commands) == 2, commands
+    excerpt = text.split("<!-- main job excerpt: begin -->", 1)[1].split("<!-- main job excerpt: end -->")[0]
+    assert len(excerpt.strip().splitlines()) - 2 <= 30  # the lines inside the code fence
 
 
 def _pages():
