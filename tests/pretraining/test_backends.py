@@ -63,6 +63,7 @@ RUNS = {
     "no_bias_correction_fused": {"adam_bias_correction": False, "fused_attention": True},
     "accumulated": {"gradient_accumulation_steps": 2},
     "eval": {"mode": "eval", "eval_batch_size": 24},
+    "diverging": {"learning_rate": 1e30},
 }
 
 
@@ -214,6 +215,17 @@ def test_evaluation_on_jax_equals_tensorflow(runs):
                  "next_sentence_accuracy"):
         assert abs(jax_metrics[name] - tf_metrics[name]) <= 1e-4, name
     assert "weights = " in open(os.path.join(jax_out, "eval_results.txt")).read()
+
+
+def test_a_diverging_run_stops_with_the_same_message_on_both_engines(runs):
+    """A learning rate of 1e30 overflows the weights within the 6 steps: each engine stops
+    before saving, and the recipe says so in the same words; no model is written."""
+    for backend in ("tensorflow", "jax"):
+        message = _refusal(runs[backend]["diverging"])
+        assert message.startswith("NonFiniteLossError: loss is "), message
+        assert "training stopped. No checkpoint was saved; lower the learning rate" in message
+        output = runs[backend]["diverging"][0]
+        assert not os.path.exists(os.path.join(output, "model.safetensors"))
 
 
 def test_a_run_resumes_only_with_its_own_trainer(runs):
