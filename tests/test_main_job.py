@@ -218,7 +218,6 @@ def test_the_served_classifier_answers_right(finished_job, served):
     """The served model is the released one fine-tuned on SST-2, and a reader can check it."""
     options, results = finished_job
     assert [label for label, _ in served["classifications"]] == RIGHT_LABELS, served
-    assert all(probability > 0.6 for _, probability in served["classifications"])
     assert options.sentences_to_classify() == tuple(CLASSIFY)
     meanings = main_job.LABEL_MEANINGS["glue/sst2"]
     for line, label in zip(results["demo"]["classifications"], RIGHT_LABELS):
