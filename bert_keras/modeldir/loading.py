@@ -26,10 +26,6 @@ from bert_keras.modeldir.model_dir import ModelDir
 from bert_keras.text.preprocessor import BertPreprocessor
 
 
-def _model_dir(model_dir):
-    return model_dir if isinstance(model_dir, ModelDir) else ModelDir(model_dir)
-
-
 def load_encoder(model_dir, causal=None, dtype=None):
     """Builds the encoder of a model directory (a path or a `ModelDir`) and loads its weights.
 
@@ -39,7 +35,7 @@ def load_encoder(model_dir, causal=None, dtype=None):
     Raises `WeightsError` naming the file and variable when a weight is missing or has the
     wrong shape, and `VocabularyError` when `vocab.txt` does not match `vocab_size`.
     """
-    model_dir = _model_dir(model_dir)
+    model_dir = ModelDir.of(model_dir)
     encoder = build_encoder(model_dir.config, causal=causal, dtype=dtype)
     checkpoint_names.assign_weights(checkpoint_names.encoder_weight_map(encoder),
                                     model_dir.weights, source=model_dir.weights_file)
@@ -54,7 +50,7 @@ def load_pretraining_model(model_dir, causal=None, next_sentence=True, dtype=Non
     holding only encoder weights (e.g. converted from a checkpoint without heads) leaves the
     heads freshly initialized.
     """
-    model_dir = _model_dir(model_dir)
+    model_dir = ModelDir.of(model_dir)
     model = build_pretraining_model(model_dir.config, causal=causal,
                                     next_sentence=next_sentence, dtype=dtype)
     arrays = model_dir.weights
@@ -69,7 +65,7 @@ def load_pretraining_model(model_dir, causal=None, next_sentence=True, dtype=Non
 
 def load_preprocessor(model_dir, seq_length=128):
     """The `BertPreprocessor` of a model directory (its vocab.txt and casing)."""
-    model_dir = _model_dir(model_dir)
+    model_dir = ModelDir.of(model_dir)
     return BertPreprocessor(model_dir.vocab_file, model_dir.do_lower_case, seq_length=seq_length)
 
 

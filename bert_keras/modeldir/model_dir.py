@@ -36,7 +36,7 @@ import numpy as np
 
 from bert_keras.common.errors import BertKerasError
 from bert_keras.common.files import atomic_path, write_json_atomic
-from bert_keras.model.config import BertConfig, ConfigError, _read_json
+from bert_keras.model.config import BertConfig, ConfigError
 from bert_keras.text.vocab import Vocabulary
 
 CONFIG_NAME = "bert_config.json"
@@ -66,9 +66,9 @@ def read_config(model_dir):
     says so only in `pretraining_options.json` (`"left_to_right": true`); it is read as causal.
     """
     path = _require(model_dir, CONFIG_NAME)
-    values = _read_json(path)
-    config = BertConfig.from_dict(values, source=path)
-    if "causal_attention" not in values and _pretrained_left_to_right(model_dir):
+    config = BertConfig.from_json_file(path)
+    if (not config.causal_attention and _pretrained_left_to_right(model_dir)
+            and "causal_attention" not in _read_optional_json(path)):
         config.causal_attention = True
     return config
 
@@ -144,11 +144,26 @@ def read_weights(model_dir):
         raise ModelDirError(f"{path}: cannot read safetensors weights ({error})") from error
 
 
+def check_seq_length(config, seq_length, flag="--max_seq_length", source=None, error=None):
+    """Refuses a sequence length longer than the positions of `config`, the one such check.
+
+    `flag` names the setting at fault, `source` where the config comes from (a model directory,
+    a config file or a preset), `error` the error class to raise (`ModelDirError` by default).
+    """
+    if seq_length > config.max_position_embeddings:
+        where = f" ({source})" if source else ""
+        raise (error or ModelDirError)(
+            f"{flag}: {seq_length} is longer than the model's max_position_embeddings "
+            f"{config.max_position_embeddings}{where}; lower {flag} or pick a model with more "
+            "positions")
+
+
 class ModelDir:
     """A model directory read once: `config` (`BertConfig`), `vocab` (`Vocabulary`, checked
     against the config's vocab_size), `do_lower_case`, `task_config` (dict or None) and, read on
-    first use, `weights` ({original name: np.ndarray}).
+    first use, `weights` ({original name: np.ndarray}) and `pretraining_options` (dict or None).
 
+    Every step reads a model directory through one `ModelDir` and hands it down as a value.
     Raises `ModelDirError` (or `ConfigError` / `VocabularyError`) naming the file at fault.
     """
 
@@ -159,9 +174,18 @@ class ModelDir:
         self.do_lower_case = read_do_lower_case(self.path, self.vocab)
         self.task_config = read_task_config(self.path)
 
+    @classmethod
+    def of(cls, model_dir):
+        """`model_dir` itself when it is a `ModelDir`, else the `ModelDir` of that path."""
+        return model_dir if isinstance(model_dir, cls) else cls(model_dir)
+
     @property
     def vocab_file(self):
         return os.path.join(self.path, VOCAB_NAME)
+
+    @property
+    def config_file(self):
+        return os.path.join(self.path, CONFIG_NAME)
 
     @property
     def weights_file(self):
@@ -171,6 +195,15 @@ class ModelDir:
     @functools.cached_property
     def weights(self):
         return read_weights(self.path)
+
+    @functools.cached_property
+    def pretraining_options(self):
+        """The options of the pre-training run that wrote the directory, or None."""
+        return _read_optional_json(os.path.join(self.path, PRETRAINING_OPTIONS_NAME))
+
+    def check_seq_length(self, seq_length, flag="--max_seq_length", error=None):
+        """Refuses a sequence length longer than the directory's positions (`check_seq_length`)."""
+        check_seq_length(self.config, seq_length, flag, self.config_file, error)
 
     def __repr__(self):
         return f"ModelDir({self.path!r})"
@@ -211,6 +244,6 @@ def write_model_dir(output_dir, config, vocab, do_lower_case, weights=None, task
 __all__ = [
     "CONFIG_NAME", "VOCAB_NAME", "TOKENIZER_CONFIG_NAME", "WEIGHTS_NAME", "TASK_CONFIG_NAME",
     "PRETRAINING_OPTIONS_NAME",
-    "ModelDir", "ModelDirError", "ConfigError", "read_config", "read_do_lower_case", "read_vocab", "vocab_path",
+    "ModelDir", "ModelDirError", "ConfigError", "check_seq_length", "read_config", "read_do_lower_case", "read_vocab", "vocab_path",
     "read_task_config", "read_weights", "write_model_dir",
 ]

@@ -81,3 +81,27 @@ def test_loaders_accept_a_model_dir_value(tmp_path):
     assert pre["input_word_ids"].numpy().tolist() == [[2, 5, 6, 3, 0]]
     np.testing.assert_allclose(loaded(pre)["pooled_output"], encoder(pre)["pooled_output"],
                                atol=1e-6)
+
+
+def test_the_sequence_length_is_checked_against_the_positions_once(tmp_path):
+    path = tmp_path / "model"
+    _write(path, {"bert/pooler/dense/bias": np.zeros(128, "float32")}, {"task": "glue/sst2"})
+    model = ModelDir(path)
+    positions = model.config.max_position_embeddings
+    model.check_seq_length(positions)  # as long as the positions: fine
+    with pytest.raises(ModelDirError) as raised:
+        model.check_seq_length(positions + 1, "--seq_length")
+    assert str(raised.value) == (
+        f"--seq_length: {positions + 1} is longer than the model's max_position_embeddings "
+        f"{positions} ({path / 'bert_config.json'}); lower --seq_length or pick a model with "
+        "more positions")
+
+    class ExportError(ValueError):
+        pass
+
+    with pytest.raises(ExportError, match="--max_seq_length: 9 is longer than .* 8; lower"):
+        model_dir_lib.check_seq_length(bert_keras.BertConfig.from_preset(
+            "tiny", vocab_size=7, max_position_embeddings=8), 9, error=ExportError)
+    assert ModelDir.of(model) is model
+    assert ModelDir.of(str(path)).task_config == {"task": "glue/sst2"}
+    assert model.pretraining_options is None
