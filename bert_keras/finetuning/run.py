@@ -47,7 +47,7 @@ from bert_keras.finetuning.task_models import TASK_PREFIX, save_task_model_dir, 
 from bert_keras.finetuning.tasks.common import DataFormatError
 from bert_keras.model import checkpoint_names
 from bert_keras.model.encoder import build_encoder
-from bert_keras.modeldir import model_dir as model_dir_lib
+from bert_keras.modeldir.model_dir import ModelDir
 
 logger = logging.getLogger("bert_keras.finetuning.run")
 
@@ -198,17 +198,18 @@ class FinetuningResult:
 
 
 def _load_weights(model, model_dir):
-    """Loads the encoder from a model directory, and the head too when the directory has one
-    (a fine-tuned directory of the same task), each all or nothing."""
-    arrays = model_dir_lib.read_weights(model_dir)
+    """Loads the encoder from a model directory (a `ModelDir` or a path), and the head too when
+    the directory has one (a fine-tuned directory of the same task), each all or nothing."""
+    model_dir = ModelDir.of(model_dir)
+    arrays = model_dir.weights
     variables = task_weight_map(model)
     head = [name for name in variables if name.startswith(TASK_PREFIX)]
     has_head = any(name in arrays for name in head)
     checkpoint_names.assign_weights(variables, arrays,
-                                    source=f"{model_dir}/{model_dir_lib.WEIGHTS_NAME}",
+                                    source=model_dir.weights_file,
                                     allow_missing=() if has_head else head)
     if has_head:
-        logger.info("loaded the task head from %s", model_dir)
+        logger.info("loaded the task head from %s", model_dir.path)
 
 
 def _tensorboard(output_dir):
@@ -311,10 +312,10 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
     # In multi-worker training every worker computes, only the chief writes the outputs.
     write_dir = output_dir if distribution.is_chief(strategy) else tempfile.mkdtemp()
 
-    config = model_dir_lib.read_config(init_model_dir)
+    config = task.model_dir.config
     with strategy.scope(), distribution.keras_scope(data_parallel):
         model = task.build_model(build_encoder(config, dtype=dtype), dtype=dtype)
-        _load_weights(model, init_model_dir)
+        _load_weights(model, task.model_dir)
         optimizer = create_finetuning_optimizer(model, opts.learning_rate, num_train_steps,
                                      num_warmup_steps, opts.weight_decay, opts.clip_norm)
         if keras.dtype_policies.get(dtype or keras.config.dtype_policy()).name == "mixed_float16":
@@ -364,7 +365,7 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
                   "num_train_steps": num_train_steps, "num_warmup_steps": num_warmup_steps,
                   "replicas": replicas},
         "options": dataclasses.asdict(opts),
-        "init_model_dir": os.fspath(init_model_dir),
+        "init_model_dir": task.model_dir.path,
         "task_config": task_config,
         "data_notes": {split: data.notes for split, data in
                        [("train", train)] + list(evaluations.items())

@@ -37,7 +37,7 @@ Example (a tiny random encoder, for the shapes; `python -m pytest --doctest-modu
 ...                 bert_keras.finetuning.FinetuningOptions(max_seq_length=8))
 >>> train, dev = task.load("train", training=True), task.load("dev")
 >>> sweep = FinetuningSweep(task, config, train_batch_size=8)
->>> result = sweep.run(model_dir.read_weights(f"{root}/model"), train, learning_rate=1e-2,
+>>> result = sweep.run(task.model_dir.weights, train, learning_rate=1e-2,
 ...                    epochs=4, seed=0, evaluate={"dev": dev})
 >>> result.steps, sorted(result.metrics["dev"])
 (8, ['accuracy'])

@@ -39,7 +39,7 @@ from bert_keras.common.cli import option
 from bert_keras.finetuning.glue.head import POOLINGS
 from bert_keras.finetuning.tasks import encoding
 from bert_keras.finetuning.tasks.words import WordTokenizer
-from bert_keras.modeldir import model_dir as model_dir_lib
+from bert_keras.modeldir.model_dir import ModelDir
 
 logger = logging.getLogger("bert_keras.finetuning.run")
 
@@ -158,7 +158,6 @@ class FinetuningTask:
         if data_dir is None and not self.options.use_tfds:
             raise ValueError(f"{name}: data_dir is required (the folder of the task's files)")
         self.data_dir = os.fspath(data_dir) if data_dir is not None else None
-        self.model_dir = os.fspath(model_dir)
         if self.options.feature_based and not self.allows_feature_based:
             raise ValueError("feature_based is the paper's CoNLL-2003 experiment; use it "
                              "with the conll2003 task")
@@ -166,17 +165,16 @@ class FinetuningTask:
             if getattr(self.options, key) is None:
                 setattr(self.options, key, value)
         self.options.validate()
-        self.vocab = model_dir_lib.read_vocab(self.model_dir)
-        self.do_lower_case = model_dir_lib.read_do_lower_case(self.model_dir, self.vocab)
+        # The directory read once: its vocabulary, casing and positions here, its config and
+        # weights when the run builds the model.
+        self.model_dir = ModelDir.of(model_dir)
+        self.vocab = self.model_dir.vocab
+        self.do_lower_case = self.model_dir.do_lower_case
         # The in-graph tokenizer of the exported preprocessor and task models: one tokenizer
         # from fine-tuning to serving.
-        self.tokenizer = WordTokenizer(model_dir_lib.vocab_path(self.model_dir),
-                                       do_lower_case=self.do_lower_case)
+        self.tokenizer = WordTokenizer(self.model_dir.vocab_file, do_lower_case=self.do_lower_case)
         self.max_seq_length = self.options.max_seq_length
-        config = model_dir_lib.read_config(self.model_dir)
-        if self.max_seq_length > config.max_position_embeddings:
-            raise ValueError(f"max_seq_length {self.max_seq_length} is longer than the model's "
-                             f"max_position_embeddings {config.max_position_embeddings}")
+        self.model_dir.check_seq_length(self.max_seq_length)
 
     def option_defaults(self):
         """{option: value} applied where the option is None."""

@@ -112,22 +112,23 @@ def save_task_model_dir(model, output_dir, config, vocab, do_lower_case, task_co
 
 
 def load_task_model(model_dir, dtype=None):
-    """The fine-tuned model of a directory written by `save_task_model_dir`.
+    """The fine-tuned model of a directory written by `save_task_model_dir` (a path or a
+    `ModelDir`).
 
     Returns (model, task_config). Raises TaskModelError when the directory has no
     task_config.json, and WeightsError naming the variable when a weight is missing.
     """
-    task_config = model_dir_lib.read_task_config(model_dir)
-    if task_config is None:
-        raise TaskModelError(f"{model_dir}: no {model_dir_lib.TASK_CONFIG_NAME}; this is not a "
-                             "fine-tuned model directory (load_encoder reads pre-trained ones)")
     from bert_keras.modeldir.loading import load_encoder  # reads the vocabulary: TensorFlow
 
+    model_dir = model_dir_lib.ModelDir.of(model_dir)
+    task_config = model_dir.task_config
+    if task_config is None:
+        raise TaskModelError(f"{model_dir.path}: no {model_dir_lib.TASK_CONFIG_NAME}; this is not "
+                             "a fine-tuned model directory (load_encoder reads pre-trained ones)")
     encoder = load_encoder(model_dir, dtype=dtype)
     model = build_task_model(encoder, task_config, dtype=dtype)
-    arrays = model_dir_lib.read_weights(model_dir)
-    checkpoint_names.assign_weights(task_weight_map(model), arrays,
-                                    source=f"{model_dir}/{model_dir_lib.WEIGHTS_NAME}")
+    checkpoint_names.assign_weights(task_weight_map(model), model_dir.weights,
+                                    source=model_dir.weights_file)
     return model, task_config
 
 
