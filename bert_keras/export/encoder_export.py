@@ -39,7 +39,6 @@ TensorShape([1, 384])
 
 import contextlib
 import logging
-import os
 
 import tensorflow as tf
 
@@ -47,7 +46,7 @@ from bert_keras.export.raw_text import cut_to_longest, pad_positions
 from bert_keras.model import checkpoint_names
 from bert_keras.model.encoder import INPUT_NAMES, build_encoder
 from bert_keras.model.layers.unpadding import functional_cond, unpadded_inference
-from bert_keras.modeldir import model_dir as model_dir_lib
+from bert_keras.modeldir.model_dir import ModelDir
 
 logger = logging.getLogger("bert_keras.export")
 
@@ -75,7 +74,7 @@ def build_keras_models(config, weights, dtype="float32", with_mlm=None, source="
 
     Args:
       config: a `BertConfig`.
-      weights: {original checkpoint name: array}, e.g. `model_dir.read_weights(...)` or
+      weights: {original checkpoint name: array}, e.g. `ModelDir(path).weights` or
         `checkpoint_names.collect_weights(pretraining_weight_map(model))`.
       dtype: "float32" or "bfloat16".
       with_mlm: build the masked LM head; None = when `weights` hold it.
@@ -375,10 +374,7 @@ def export_encoder(export_dir, config, weights, dtype="float32", with_mlm=None, 
 
 def export_encoder_from_model_dir(model_dir, export_dir, dtype="float32", with_mlm=None,
                                   xla_batch_1=False):
-    """Exports the encoder of a model directory (see `export_encoder`)."""
-    config = model_dir_lib.read_config(model_dir)
-    model_dir_lib.read_vocab(model_dir, config)
-    weights = model_dir_lib.read_weights(model_dir)
-    return export_encoder(export_dir, config, weights, dtype, with_mlm,
-                          source=os.path.join(model_dir, model_dir_lib.WEIGHTS_NAME),
-                          xla_batch_1=xla_batch_1)
+    """Exports the encoder of a model directory, a path or a `ModelDir` (see `export_encoder`)."""
+    model_dir = ModelDir.of(model_dir)
+    return export_encoder(export_dir, model_dir.config, model_dir.weights, dtype, with_mlm,
+                          source=model_dir.weights_file, xla_batch_1=xla_batch_1)

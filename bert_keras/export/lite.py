@@ -84,18 +84,16 @@ def export_lite_from_model_dir(model_dir, export_dir, seq_length=None, dtype="fl
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
 
     from bert_keras.model.layers.unpadding import unpadded_inference
-    from bert_keras.modeldir import model_dir as model_dir_lib
+    from bert_keras.modeldir.model_dir import ModelDir
 
-    model_dir = os.fspath(model_dir)
-    config = model_dir_lib.read_config(model_dir)
-    vocab = model_dir_lib.read_vocab(model_dir, config)
-    lower_case = model_dir_lib.read_do_lower_case(model_dir, vocab)
-    task_config = model_dir_lib.read_task_config(model_dir)
+    model_dir = ModelDir.of(model_dir)
+    task_config = model_dir.task_config
     if dtype not in LITE_DTYPES:
         raise LiteExportError(f"--dtype: a lite export is one of {LITE_DTYPES}, got {dtype!r}")
-    lite_config = {"lower_case": lower_case, "dtype": dtype, **vocab.special_ids()}
+    lite_config = {"lower_case": model_dir.do_lower_case, "dtype": dtype,
+                   **model_dir.vocab.special_ids()}
     if task_config is None:
-        model, _ = _encoder(model_dir, config)
+        model, _ = _encoder(model_dir)
         lite_config.update(kind="encoder", outputs=["pooled_output", "sequence_output"],
                            text_pair=None)
         default_length = 128
@@ -106,9 +104,9 @@ def export_lite_from_model_dir(model_dir, export_dir, seq_length=None, dtype="fl
                            **lite_fields(task_config, model))
         default_length = task_config.get("max_seq_length") or 128
     seq_length = int(seq_length or default_length)
-    if not 3 <= seq_length <= config.max_position_embeddings:
-        raise LiteExportError(f"--seq_length: {seq_length} must be between 3 and "
-                              f"max_position_embeddings ({config.max_position_embeddings})")
+    if seq_length < 3:  # [CLS], a token, [SEP]
+        raise LiteExportError(f"--seq_length: {seq_length} must be at least 3")
+    model_dir.check_seq_length(seq_length, "--seq_length", LiteExportError)
     lite_config["seq_length"] = seq_length
 
     specs = [tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES]
@@ -133,13 +131,13 @@ def export_lite_from_model_dir(model_dir, export_dir, seq_length=None, dtype="fl
         flatbuffer = converter.convert()
     except Exception as error:  # the converter's errors are of several internal types
         message = next((line for line in str(error).splitlines() if "error:" in line), str(error))
-        raise LiteExportError(f"{model_dir}: TensorFlow Lite cannot convert this model "
+        raise LiteExportError(f"{model_dir.path}: TensorFlow Lite cannot convert this model "
                               f"({message.strip()[:300]}); --kind=encoder and --kind=task "
                               "export it as a SavedModel") from error
 
     with open(os.path.join(export_dir, LITE_MODEL_NAME), "wb") as f:
         f.write(flatbuffer)
-    shutil.copyfile(model_dir_lib.vocab_path(model_dir), os.path.join(export_dir, LITE_VOCAB_NAME))
+    shutil.copyfile(model_dir.vocab_file, os.path.join(export_dir, LITE_VOCAB_NAME))
     with open(os.path.join(export_dir, LITE_CONFIG_NAME), "w", encoding="utf-8") as f:
         json.dump(lite_config, f, indent=2, sort_keys=True)
         f.write("\n")
@@ -147,13 +145,11 @@ def export_lite_from_model_dir(model_dir, export_dir, seq_length=None, dtype="fl
     return export_dir
 
 
-def _encoder(model_dir, config):
+def _encoder(model_dir):
     from bert_keras.export.encoder_export import build_keras_models
-    from bert_keras.modeldir import model_dir as model_dir_lib
 
-    weights = model_dir_lib.read_weights(model_dir)
-    return build_keras_models(config, weights, "float32", with_mlm=False,
-                              source=os.path.join(model_dir, model_dir_lib.WEIGHTS_NAME))
+    return build_keras_models(model_dir.config, model_dir.weights, "float32", with_mlm=False,
+                              source=model_dir.weights_file)
 
 
 def _task_model(model_dir, task_config):
@@ -164,8 +160,8 @@ def _task_model(model_dir, task_config):
     head = task_config.get("head")
     if head not in catalog.lite_heads():
         raise LiteExportError(
-            f"{model_dir}: head {head!r} has no lite export; --kind=lite serves the encoder of "
-            f"a pre-trained directory and the {' and '.join(catalog.lite_heads())} heads "
+            f"{model_dir.path}: head {head!r} has no lite export; --kind=lite serves the encoder "
+            f"of a pre-trained directory and the {' and '.join(catalog.lite_heads())} heads "
             "(--kind=task exports every head as a SavedModel)")
     model, _ = load_task_model(model_dir, dtype="float32")
     return model, catalog.family_of_head(head).lite[head]

@@ -40,7 +40,7 @@ import tensorflow as tf
 
 from bert_keras.export.encoder_export import _Exportable, save_module, tracing_as_saved
 from bert_keras.export.raw_text import cut_to_longest
-from bert_keras.modeldir import model_dir as model_dir_lib
+from bert_keras.modeldir.model_dir import ModelDir
 from bert_keras.text.packing import flat_segment, pack_segments
 
 DEFAULT_SEQ_LENGTH = 128
@@ -49,11 +49,12 @@ SPECIAL_TOKEN_NAMES = ("padding_id", "unknown_id", "start_of_sequence_id", "end_
 
 
 def build_tokenizer(model_dir):
-    """The in-graph `bert_keras.text.tokenizer.BertTokenizer` of a model directory."""
+    """The in-graph `bert_keras.text.tokenizer.BertTokenizer` of a model directory (a path or a
+    `ModelDir`)."""
     from bert_keras.text.tokenizer import BertTokenizer
 
-    return BertTokenizer(model_dir_lib.vocab_path(model_dir),
-                         lower_case=model_dir_lib.read_do_lower_case(model_dir))
+    model_dir = ModelDir.of(model_dir)
+    return BertTokenizer(model_dir.vocab_file, lower_case=model_dir.do_lower_case)
 
 
 # -------------------------------------------------------------------------------- module
@@ -184,12 +185,10 @@ class PreprocessorModule(_Exportable):
 
 
 def build_preprocessor_module(model_dir, seq_length=DEFAULT_SEQ_LENGTH, tokenizer=None):
-    """The exportable preprocessor of a model directory."""
-    config = model_dir_lib.read_config(model_dir)
-    model_dir_lib.read_vocab(model_dir, config)
+    """The exportable preprocessor of a model directory (a path or a `ModelDir`)."""
+    model_dir = ModelDir.of(model_dir)
     tokenizer = tokenizer or build_tokenizer(model_dir)
-    return PreprocessorModule(tokenizer, os.path.abspath(model_dir_lib.vocab_path(model_dir)),
-                              seq_length)
+    return PreprocessorModule(tokenizer, os.path.abspath(model_dir.vocab_file), seq_length)
 
 
 def export_preprocessor_from_model_dir(model_dir, export_dir, seq_length=DEFAULT_SEQ_LENGTH):

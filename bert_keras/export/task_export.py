@@ -87,7 +87,7 @@ from bert_keras.export.encoder_export import (_Exportable, dtype_policy, plain_i
 from bert_keras.export.raw_text import cut_to_longest, pad_positions
 from bert_keras.finetuning import catalog
 from bert_keras.finetuning.tasks.serving import TaskExportError
-from bert_keras.modeldir import model_dir as model_dir_lib
+from bert_keras.modeldir.model_dir import TASK_CONFIG_NAME, ModelDir
 
 logger = logging.getLogger("bert_keras.export")
 
@@ -225,33 +225,29 @@ def build_task_module(model_dir, seq_length=None, dtype="float32", max_windows=N
     float32 models run a batch of one through an XLA-compiled copy; see `ExportOptions`)."""
     from bert_keras.finetuning.task_models import load_task_model
 
-    task_config = model_dir_lib.read_task_config(model_dir)
+    model_dir = ModelDir.of(model_dir)
+    task_config = model_dir.task_config
     if task_config is None:
-        raise TaskExportError(f"{model_dir}: no {model_dir_lib.TASK_CONFIG_NAME}; --kind=task needs "
+        raise TaskExportError(f"{model_dir.path}: no {TASK_CONFIG_NAME}; --kind=task needs "
                               "a fine-tuned model directory (tools/run_finetuning.py writes one)")
     head = task_config.get("head")
     if head not in catalog.served_heads():
-        raise TaskExportError(f"{model_dir}: head {head!r} cannot be served from raw text; "
+        raise TaskExportError(f"{model_dir.path}: head {head!r} cannot be served from raw text; "
                               f"supported heads: {', '.join(catalog.served_heads())}")
     seq_length = int(seq_length or task_config.get("max_seq_length") or 128)
-    config = model_dir_lib.read_config(model_dir)
-    if seq_length > config.max_position_embeddings:
-        raise TaskExportError(f"seq_length {seq_length} exceeds max_position_embeddings "
-                              f"{config.max_position_embeddings}")
+    model_dir.check_seq_length(seq_length, "--seq_length", TaskExportError)
     model, task_config = load_task_model(model_dir, dtype=dtype_policy(dtype))
     weight_bytes = sum(math.prod(v.shape) * 4 for v in model.weights)
     if weight_bytes <= MAX_CONSTANT_BYTES:
         model = ConstantWeightsModel(model)
     else:
         logger.info("%s: %.1f GB of weights: kept as variables (a graph of constants must fit "
-                    "in 2 GB)", model_dir, weight_bytes / 1e9)
+                    "in 2 GB)", model_dir.path, weight_bytes / 1e9)
     if tokenizer is None:
         from bert_keras.export.preprocessor_export import build_tokenizer
 
         tokenizer = build_tokenizer(model_dir)
-    from bert_keras.modeldir import model_dir as lib
-
-    special_ids = lib.read_vocab(model_dir, config).special_ids()
+    special_ids = model_dir.vocab.special_ids()
     return TaskModule(tokenizer, model, task_config, special_ids, seq_length, max_windows,
                       xla_batch_1=xla_batch_1 and dtype == "float32")
 
@@ -261,7 +257,7 @@ def save_task_module(module, export_dir):
     save_module(module, export_dir)
     extra = os.path.join(export_dir, "assets.extra")
     os.makedirs(extra, exist_ok=True)
-    with open(os.path.join(extra, model_dir_lib.TASK_CONFIG_NAME), "w", encoding="utf-8") as f:
+    with open(os.path.join(extra, TASK_CONFIG_NAME), "w", encoding="utf-8") as f:
         json.dump(module._task_config, f, indent=2, sort_keys=True)
     return export_dir
 
