@@ -15,6 +15,7 @@ from bert_keras.common.files import describe_changes, remove_entries, write_json
 from bert_keras.model import checkpoint_names
 from bert_keras.model.config import BertConfig, ConfigError
 from bert_keras.modeldir import model_dir as model_dir_lib
+from bert_keras.modeldir.model_dir import ModelDir
 from bert_keras.pretraining.options import PretrainingError
 from bert_keras.text.vocab import Vocabulary
 
@@ -37,10 +38,6 @@ class _ModelSetup:
     vocab: Vocabulary
     do_lower_case: bool
     init_weights: dict = None  # {original name: array} from init_model_dir, when starting fresh
-
-
-def _read_vocab(path):
-    return Vocabulary.from_file(path)
 
 
 def resolve_model_setup(options):
@@ -67,24 +64,19 @@ def resolve_model_setup(options):
 def _read_model_setup(options):
     out = options.output_dir
     if options.init_model_dir:
-        config = model_dir_lib.read_config(options.init_model_dir)
-        vocab = model_dir_lib.read_vocab(options.init_model_dir, config)
-        do_lower_case = model_dir_lib.read_do_lower_case(options.init_model_dir)
-        weights = model_dir_lib.read_weights(options.init_model_dir)
-        return _ModelSetup(config, vocab, do_lower_case, weights)
+        init = ModelDir(options.init_model_dir)
+        return _ModelSetup(init.config, init.vocab, init.do_lower_case, init.weights)
     if options.config is None:
         if not os.path.exists(os.path.join(out, model_dir_lib.CONFIG_NAME)):
             raise ValueError("give config and vocab_file (or init_model_dir); output_dir holds no "
                              "config to resume from")
-        config = model_dir_lib.read_config(out)
-        vocab = (_read_vocab(options.vocab_file) if options.vocab_file
-                 else model_dir_lib.read_vocab(out, config))
-        vocab.check_size(config.vocab_size, os.path.join(out, model_dir_lib.CONFIG_NAME))
-        do_lower_case = model_dir_lib.read_do_lower_case(out)
-        return _ModelSetup(config, vocab, do_lower_case)
+        earlier = ModelDir(out)
+        vocab = Vocabulary.from_file(options.vocab_file) if options.vocab_file else earlier.vocab
+        vocab.check_size(earlier.config.vocab_size, earlier.config_file)
+        return _ModelSetup(earlier.config, vocab, earlier.do_lower_case)
     if not options.vocab_file:
         raise ValueError("vocab_file is required with config")
-    vocab = _read_vocab(options.vocab_file)
+    vocab = Vocabulary.from_file(options.vocab_file)
     if isinstance(options.config, BertConfig):
         config = options.config
         vocab.check_size(config.vocab_size)
@@ -108,9 +100,17 @@ def write_model_files(options, setup, variable_map=None):
 
 def check_sequence_length(options, config):
     """Refuses records longer than the model's position embeddings."""
-    if options.max_seq_length > config.max_position_embeddings:
-        raise ConfigError(f"max_seq_length {options.max_seq_length} exceeds the config's "
-                          f"max_position_embeddings {config.max_position_embeddings}")
+    if options.init_model_dir or options.config is None:
+        source = os.path.join(options.init_model_dir or options.output_dir,
+                              model_dir_lib.CONFIG_NAME)
+    elif isinstance(options.config, BertConfig):
+        source = "the given config"
+    elif str(options.config).endswith(".json") or os.path.exists(str(options.config)):
+        source = str(options.config)
+    else:
+        source = f"the {options.config} preset"
+    model_dir_lib.check_seq_length(config, options.max_seq_length, "--max_seq_length", source,
+                                   ConfigError)
 
 
 def write_run_files(options, setup):
@@ -136,7 +136,7 @@ def inference_weights(options, setup, latest):
         return latest, None
     weights_path = os.path.join(options.output_dir, model_dir_lib.WEIGHTS_NAME)
     if tf.io.gfile.exists(weights_path):
-        return weights_path, model_dir_lib.read_weights(options.output_dir)
+        return weights_path, ModelDir(options.output_dir).weights
     if setup.init_weights is not None:
         return options.init_model_dir, setup.init_weights
     raise PretrainingError(f"nothing to evaluate: {options.output_dir} holds no checkpoint or "
