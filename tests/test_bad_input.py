@@ -20,7 +20,7 @@ import zipfile
 
 import pytest
 
-from support import REPO_ROOT, TESTS_DIR
+from helpers.support import REPO_ROOT, TESTS_DIR
 
 CORPUS = os.path.join(TESTS_DIR, "fixtures", "pretraining_wikitext.txt")
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]

@@ -18,7 +18,7 @@ import string
 import struct
 
 import pytest
-from support import required_module
+from helpers.support import required_module
 
 nbformat = required_module("nbformat", 'pip install -e ".[test]"')
 nbclient = required_module("nbclient", 'pip install -e ".[test]"')

@@ -12,7 +12,7 @@ import tensorflow as tf
 from bert_keras import main_job
 from bert_keras.data import bundled
 from bert_keras.modeldir.loading import load_pretraining_model
-from model_fixtures import minilm_hf_dir as released_model_dir
+from helpers.model_fixtures import minilm_hf_dir as released_model_dir
 
 
 # A small comparison: the fine-tuning stage's runs take seconds, not minutes.

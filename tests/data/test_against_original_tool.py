@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from bert_keras.pretraining.inputs import read_records
-from pretraining_data_fixtures import fixture_path, minilm_vocab_path, run_original_tool
-from support import REPO_ROOT
+from helpers.pretraining_data_fixtures import fixture_path, minilm_vocab_path, run_original_tool
+from helpers.support import REPO_ROOT
 
 SEQ, PRED = 128, 20
 SETTINGS = [f"--max_seq_length={SEQ}", f"--max_predictions_per_seq={PRED}", "--masked_lm_prob=0.15",

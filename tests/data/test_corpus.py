@@ -2,7 +2,7 @@
 
 from bert_keras.data import corpus as pc
 from bert_keras.text.sentence_splitting import split_sentences
-from pretraining_data_fixtures import fixture_path
+from helpers.pretraining_data_fixtures import fixture_path
 
 
 def documents_of(tmp_path, data, input_format, **kwargs):

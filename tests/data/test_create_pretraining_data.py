@@ -19,8 +19,8 @@ import pytest
 from bert_keras.data import pipeline, workers
 from bert_keras.data.instances import InstanceOptions
 from bert_keras.pretraining.inputs import read_records
-from pretraining_data_fixtures import fixture_path, minilm_vocab_path
-from support import REPO_ROOT as ROOT
+from helpers.pretraining_data_fixtures import fixture_path, minilm_vocab_path
+from helpers.support import REPO_ROOT as ROOT
 
 TOOL = os.path.join(ROOT, "tools", "create_pretraining_data.py")
 SEQ, PRED = 64, 10

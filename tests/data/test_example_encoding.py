@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from bert_keras.data import example_encoding as ee
-from pretraining_data_fixtures import example_proto
+from helpers.pretraining_data_fixtures import example_proto
 
 
 def tensorflow_file(tmp_path, records):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from bert_keras.data import instances as pd
-from pretraining_data_fixtures import random_packed
-from pretraining_reference import reference_instances
+from helpers.pretraining_data_fixtures import random_packed
+from helpers.pretraining_reference import reference_instances
 
 SPECIAL = pd.SpecialTokenIds(pad_id=0, unknown_id=1, cls_id=2, sep_id=3, mask_id=4,
                              vocab_size=1000, is_continuation=np.zeros([1000], bool))
@@ -227,7 +227,7 @@ def test_whole_word_counts_match_reference():
                                  do_whole_word_mask=True)
     *_, weights, _ = pd.mask_instances(ids, lengths, length_a, options, special, rng)
     ours = weights.sum(axis=1)
-    from pretraining_reference import mask_tokens
+    from helpers.pretraining_reference import mask_tokens
     python_rng = random.Random(0)
     theirs = []
     for row in range(len(ids)):

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from bert_keras.data import instances, masking
 from bert_keras.pretraining import dynamic_masking
-from pretraining_data_fixtures import random_packed
+from helpers.pretraining_data_fixtures import random_packed
 
 SPECIAL = instances.SpecialTokenIds(pad_id=0, unknown_id=1, cls_id=2, sep_id=3, mask_id=4,
                                     vocab_size=1000)

@@ -9,7 +9,7 @@ import tensorflow as tf
 from bert_keras.data import instances as pd
 from bert_keras.data import records as pr
 from bert_keras.pretraining.inputs import MASKED, make_dataset_fn, read_records
-from pretraining_data_fixtures import encode_instance_batch, example_proto, write_tfrecords
+from helpers.pretraining_data_fixtures import encode_instance_batch, example_proto, write_tfrecords
 
 SEQ, PRED = 16, 4
 
@@ -142,7 +142,7 @@ def test_no_files_is_a_clear_error(tmp_path):
 
 
 def test_records_of_the_original_tool_are_read(tmp_path):
-    from pretraining_data_fixtures import fixture_path, minilm_vocab_path, run_original_tool
+    from helpers.pretraining_data_fixtures import fixture_path, minilm_vocab_path, run_original_tool
 
     output = str(tmp_path / "original.tfrecord")
     run_original_tool(tmp_path, f"--input_file={fixture_path('sample_text.txt')}",

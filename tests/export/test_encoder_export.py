@@ -5,8 +5,8 @@ import os
 import numpy as np
 import pytest
 
-from export_helpers import run_fresh, tiny_config, write_pretrained_dir
-from model_fixtures import numpy_bert, tiny_vocab_tokens
+from helpers.export_helpers import run_fresh, tiny_config, write_pretrained_dir
+from helpers.model_fixtures import numpy_bert, tiny_vocab_tokens
 
 SEQ = 12
 
@@ -254,7 +254,7 @@ def _run_cli(model_dir, export_dir):
     import subprocess
     import sys
 
-    from export_helpers import REPO_ROOT
+    from helpers.export_helpers import REPO_ROOT
 
     return subprocess.run(
         [sys.executable, os.path.join(REPO_ROOT, "tools", "export_savedmodel.py"),
@@ -361,8 +361,8 @@ def causal_exports(tmp_path_factory):
     from bert_keras.model import checkpoint_names
     from bert_keras.modeldir import model_dir
     from bert_keras.text.vocab import Vocabulary
-    from finetuning_fixtures import data_dir, fixture, read_lines, vocab_tokens
-    from model_fixtures import random_weights
+    from helpers.finetuning_fixtures import data_dir, fixture, read_lines, vocab_tokens
+    from helpers.model_fixtures import random_weights
 
     root = tmp_path_factory.mktemp("causal_export")
     dev = fixture("glue", "MRPC", "dev.tsv")

@@ -20,7 +20,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from export_helpers import (REPO_ROOT, WORDS, finetuning_tokenizer, run_fresh, tiny_config,
+from helpers.export_helpers import (REPO_ROOT, WORDS, finetuning_tokenizer, run_fresh, tiny_config,
                             word_vocab, write_pretrained_dir)
 
 SETTINGS = ("1", "0")  # TF_ENABLE_ONEDNN_OPTS

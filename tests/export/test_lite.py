@@ -11,7 +11,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from export_helpers import WORDS, tiny_config, word_vocab, write_pretrained_dir
+from helpers.export_helpers import WORDS, tiny_config, word_vocab, write_pretrained_dir
 
 LABELS = ["contradiction", "entailment", "neutral"]
 

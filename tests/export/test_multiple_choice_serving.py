@@ -7,8 +7,8 @@ import csv
 import numpy as np
 import pytest
 
-from export_helpers import run_fresh
-from finetuning_fixtures import fixture, read_lines, tiny_model_dir
+from helpers.export_helpers import run_fresh
+from helpers.finetuning_fixtures import fixture, read_lines, tiny_model_dir
 
 SEQ = 20  # short enough that some (context, ending) pairs of the fixture must be truncated
 FEATURES = ("input_word_ids", "input_mask", "input_type_ids")

@@ -5,7 +5,7 @@ import shutil
 import numpy as np
 import pytest
 
-from export_helpers import run_fresh, word_vocab, write_pretrained_dir
+from helpers.export_helpers import run_fresh, word_vocab, write_pretrained_dir
 
 SEQ = 16
 TEXTS = ["Bob lives in Paris, the capital of France.", "Unaffable CAFÉ naïve über!",
@@ -102,7 +102,7 @@ def loaded(exported):
 
 def _python_ids(vocab, texts):
     """Ids of the pure-Python reference tokenizer (the original's rules), per word."""
-    from reference_tokenization import ReferenceWordTokenizer
+    from helpers.reference_tokenization import ReferenceWordTokenizer
 
     reference = ReferenceWordTokenizer(vocab, do_lower_case=True).reference
     return [reference.tokenize(text) for text in texts]
@@ -120,7 +120,7 @@ def test_tokenize_gives_the_original_ids(exported, loaded):
 
 def test_call_and_pair_packing_match_the_fine_tuning_pipeline(exported, loaded):
     from bert_keras.finetuning.tasks import encoding
-    from export_helpers import finetuning_tokenizer
+    from helpers.export_helpers import finetuning_tokenizer
 
     tokenizer = finetuning_tokenizer(exported["vocab"], exported["root"])
     tokenizer.prepare(TEXTS + TEXTS_B)

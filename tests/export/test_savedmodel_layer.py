@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from export_helpers import run_fresh, word_vocab, write_pretrained_dir
+from helpers.export_helpers import run_fresh, word_vocab, write_pretrained_dir
 
 
 def _toy_data(size=64, seq=10, seed=0):

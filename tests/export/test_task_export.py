@@ -5,7 +5,7 @@ pipeline (tokenizer, packing, windows, post-processing) and against bad input.""
 import numpy as np
 import pytest
 
-from export_helpers import WORDS, run_fresh, tiny_config, word_vocab
+from helpers.export_helpers import WORDS, run_fresh, tiny_config, word_vocab
 
 NER_LABELS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
 
@@ -35,7 +35,7 @@ NER_TEXTS = [t.title() for t in _texts(5, 5, 3, 30)] + ["John lives in New York 
 
 def _randomize_head(model, seed):
     """Large random head weights, so that predictions differ from row to row."""
-    from export_helpers import _perturb_zero_weights
+    from helpers.export_helpers import _perturb_zero_weights
 
     from bert_keras.finetuning.task_models import task_weight_map
 
@@ -181,7 +181,7 @@ def _assert_same(got, want):
 
 def _finetuning_tokenizer(exported, texts):
     """The fine-tuning path's (in-graph) word tokenizer, prepared for `texts`."""
-    from export_helpers import finetuning_tokenizer
+    from helpers.export_helpers import finetuning_tokenizer
 
     tokenizer = finetuning_tokenizer(exported["vocab"], exported["root"])
     tokenizer.prepare(texts)
@@ -261,7 +261,7 @@ def test_a_batch_of_one_runs_the_xla_compiled_model(exported, loaded):
     """Asked for (`xla_batch_1`), float32 task exports run a batch of one through an
     XLA-compiled copy of the model: the same predictions as in a batch, in a fresh process. By
     default they do not (each new length would compile inside its first request)."""
-    from export_helpers import xla_compiled_calls
+    from helpers.export_helpers import xla_compiled_calls
 
     from bert_keras.export.task_export import build_task_module
 
@@ -498,7 +498,7 @@ def test_bfloat16_task_export_is_close_to_float32(exported):
 
 
 def test_unsupported_head_and_plain_directory_are_clear_errors(exported, tmp_path):
-    from export_helpers import write_pretrained_dir
+    from helpers.export_helpers import write_pretrained_dir
 
     from bert_keras.export.task_export import TaskExportError, build_task_module
 

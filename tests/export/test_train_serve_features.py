@@ -10,9 +10,9 @@ import os
 import numpy as np
 import pytest
 
-from export_helpers import run_fresh, tiny_config
-from pretraining_data_fixtures import minilm_vocab_path
-from support import TESTS_DIR
+from helpers.export_helpers import run_fresh, tiny_config
+from helpers.pretraining_data_fixtures import minilm_vocab_path
+from helpers.support import TESTS_DIR
 
 MRPC_DIR = os.path.join(TESTS_DIR, "fixtures", "mrpc_dev")
 SQUAD_SAMPLE = os.path.join(TESTS_DIR, "fixtures", "squad", "squad_v2_dev_sample.json")

@@ -21,7 +21,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from support import backend_env
+from helpers.support import backend_env
 
 # One fine-tuning run, written to `output` (.npz and .json): run in this process (TensorFlow,
 # the suite's backend) and in a child process on JAX.

@@ -13,8 +13,8 @@ from bert_keras.finetuning.run import create_finetuning_optimizer, make_dataset,
 from bert_keras.finetuning.task import TaskData
 from bert_keras.finetuning.task_models import build_classifier, task_weight_map
 from bert_keras.model.config import BertConfig
-from finetuning_fixtures import data_dir, fixture, tiny_model_dir
-from support import REPO_ROOT as REPO
+from helpers.finetuning_fixtures import data_dir, fixture, tiny_model_dir
+from helpers.support import REPO_ROOT as REPO
 
 CONFIG = BertConfig.from_preset("tiny", vocab_size=30, max_position_embeddings=16)
 

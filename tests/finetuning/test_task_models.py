@@ -14,7 +14,7 @@ from bert_keras.finetuning.task_models import (TaskModelError, build_classifier,
                                                build_span_model, build_token_tagger, load_task_model,
                                                save_task_model_dir, task_weight_map)
 from bert_keras.text.vocab import Vocabulary
-from model_fixtures import numpy_bert, random_weights, tiny_vocab_tokens
+from helpers.model_fixtures import numpy_bert, random_weights, tiny_vocab_tokens
 
 CONFIG = BertConfig.from_preset("tiny", vocab_size=40, max_position_embeddings=16)
 RNG = np.random.default_rng(3)

@@ -15,7 +15,7 @@ from bert_keras.finetuning import sweep as sweep_lib
 from bert_keras.finetuning import transfer
 from bert_keras.finetuning.task import FinetuningOptions, get_task
 from bert_keras.data.bundled import SST2_DATA_DIR
-from finetuning_fixtures import tiny_model_dir
+from helpers.finetuning_fixtures import tiny_model_dir
 
 TRAIN = os.path.join(SST2_DATA_DIR, "train.tsv")
 DEV = os.path.join(SST2_DATA_DIR, "dev.tsv")

@@ -14,7 +14,7 @@ from bert_keras.model.layers import BertEmbeddings, Pooler, SelfAttention, Trans
 from bert_keras.modeldir import convert
 from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.text.vocab import Vocabulary
-from model_fixtures import minilm_hf_dir, numpy_bert, random_weights, tiny_vocab_tokens
+from helpers.model_fixtures import minilm_hf_dir, numpy_bert, random_weights, tiny_vocab_tokens
 
 
 def _batch_with_padding(vocab_size, lengths, seq_length, seed=0, pairs=True):

@@ -10,7 +10,7 @@ import bert_keras
 from bert_keras.model import checkpoint_names
 from bert_keras.model.config import BertConfig
 from bert_keras.model.pretraining_model import pretraining_weight_map
-from model_fixtures import numpy_bert, random_weights
+from helpers.model_fixtures import numpy_bert, random_weights
 
 CONFIG = BertConfig.from_preset("tiny", vocab_size=50, max_position_embeddings=16)
 

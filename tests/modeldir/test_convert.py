@@ -15,7 +15,7 @@ from bert_keras.model.config import BertConfig, ConfigError
 from bert_keras.modeldir import convert, model_dir
 from bert_keras.modeldir.loading import load_pretraining_model
 from bert_keras.text.vocab import Vocabulary, VocabularyError
-from model_fixtures import numpy_bert, random_weights, tiny_vocab_tokens
+from helpers.model_fixtures import numpy_bert, random_weights, tiny_vocab_tokens
 
 CONFIG = BertConfig.from_preset("tiny", vocab_size=40, max_position_embeddings=24)
 

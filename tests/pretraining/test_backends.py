@@ -24,8 +24,8 @@ import time
 import numpy as np
 import pytest
 
-import pretraining_run_fixtures as fx
-from support import REPO_ROOT, backend_env
+from helpers import pretraining_run_fixtures as fx
+from helpers.support import REPO_ROOT, backend_env
 
 _CHILD = textwrap.dedent('''
     import json, sys

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from support import TESTS_DIR
+from helpers.support import TESTS_DIR
 
 
 SCRIPT = textwrap.dedent("""
@@ -24,7 +24,7 @@ SCRIPT = textwrap.dedent("""
     from bert_keras.modeldir import model_dir
     from bert_keras.pretraining.run import PretrainingOptions, train
     from bert_keras.text.vocab import Vocabulary
-    import pretraining_run_fixtures as fx
+    from helpers import pretraining_run_fixtures as fx
 
     work = sys.argv[1]
     vocab_path = fx.write_vocab(work, size=1000)

@@ -19,8 +19,8 @@ import pytest
 
 from bert_keras.modeldir import model_dir
 
-import pretraining_run_fixtures as fx
-from support import REPO_ROOT
+from helpers import pretraining_run_fixtures as fx
+from helpers.support import REPO_ROOT
 
 TOOL = os.path.join(REPO_ROOT, "tools", "run_pretraining.py")
 STEPS = 12

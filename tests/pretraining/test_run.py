@@ -1,7 +1,7 @@
 """Pre-training on the project's own TFRecords of real text: learning, ablations, bad input.
 
 The records are made from the bundled WikiText sample by `pretraining_data.create_instances` and
-TensorFlow's TFRecord writer (see `pretraining_run_fixtures`), with a word-level vocabulary.
+TensorFlow's TFRecord writer (see `helpers.pretraining_run_fixtures`), with a word-level vocabulary.
 """
 
 import json
@@ -27,7 +27,7 @@ from bert_keras.data.records import RecordsError
 from bert_keras.pretraining.losses import masked_lm_sums, metrics_from_sums, next_sentence_sums
 from bert_keras.text.vocab import Vocabulary, VocabularyError
 
-import pretraining_run_fixtures as fx
+from helpers import pretraining_run_fixtures as fx
 
 SEQ, PRED = 32, 5
 
@@ -326,7 +326,7 @@ def test_output_dir_of_another_config_is_not_overwritten(corpus, trained, tmp_pa
 
 
 def test_continues_from_converted_published_weights(tmp_path):
-    from model_fixtures import minilm_hf_dir
+    from helpers.model_fixtures import minilm_hf_dir
     from bert_keras.modeldir import convert
     converted = str(tmp_path / "minilm")
     convert.convert_hf_checkpoint(minilm_hf_dir(), converted)

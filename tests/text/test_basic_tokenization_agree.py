@@ -3,7 +3,7 @@
 The original `BasicTokenizer` (google-research/bert `tokenization.py`: clean the text, space out
 CJK ideographs, split on whitespace, lower-case and strip accents for uncased models, split off
 punctuation) is written more than once in the package. Each copy here gets the same texts and
-must give the words of `tests/reference_tokenization.py` (the published algorithm step by step),
+must give the words of `tests/helpers/reference_tokenization.py` (the published algorithm step by step),
 cased and uncased:
 
     original               bert-tensorflow's `bert.tokenization.BasicTokenizer` (an anchor
@@ -43,8 +43,8 @@ import tensorflow as tf
 from bert_keras.finetuning.tasks import words as words_module
 from bert_keras.text import tokenizer as tokenizer_module
 from bert_keras.text import vocab_builder
-from reference_tokenization import basic_tokenize as reference_words
-from support import TESTS_DIR, original_module
+from helpers.reference_tokenization import basic_tokenize as reference_words
+from helpers.support import TESTS_DIR, original_module
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 MAX_CHARS = tokenizer_module.MAX_CHARS_PER_WORD

@@ -8,9 +8,9 @@ import tensorflow as tf
 
 import bert_keras
 from bert_keras.modeldir import convert
-from model_fixtures import minilm_hf_dir
-from reference_tokenization import ReferenceTokenizer
-from support import TESTS_DIR
+from helpers.model_fixtures import minilm_hf_dir
+from helpers.reference_tokenization import ReferenceTokenizer
+from helpers.support import TESTS_DIR
 
 FIXTURES = os.path.join(TESTS_DIR, "fixtures")
 

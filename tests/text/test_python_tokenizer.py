@@ -11,9 +11,9 @@ import tensorflow as tf
 
 from bert_keras.text.python_tokenizer import MAX_CHARS_PER_WORD, PythonBertTokenizer
 from bert_keras.text.tokenizer import BertTokenizer
-from model_fixtures import minilm_hf_dir
-from reference_tokenization import ReferenceTokenizer
-from support import REPO_ROOT, TESTS_DIR, original_module
+from helpers.model_fixtures import minilm_hf_dir
+from helpers.reference_tokenization import ReferenceTokenizer
+from helpers.support import REPO_ROOT, TESTS_DIR, original_module
 
 
 def _probe_module():

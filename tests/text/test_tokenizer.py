@@ -8,9 +8,9 @@ import pytest
 import tensorflow as tf
 
 from bert_keras.text.tokenizer import BertTokenizer
-from model_fixtures import minilm_hf_dir
-from reference_tokenization import ReferenceTokenizer
-from support import TESTS_DIR, original_module
+from helpers.model_fixtures import minilm_hf_dir
+from helpers.reference_tokenization import ReferenceTokenizer
+from helpers.support import TESTS_DIR, original_module
 
 FIXTURES = os.path.join(TESTS_DIR, "fixtures")
 

@@ -5,7 +5,7 @@ import random
 import numpy as np
 
 from bert_keras.text.truncation import truncated_pair_lengths
-from pretraining_reference import truncate_pair
+from helpers.pretraining_reference import truncate_pair
 
 LENGTHS = [(a, b) for a in range(0, 30) for b in range(0, 30)]
 

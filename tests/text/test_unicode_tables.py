@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bert_keras.text import unicode_tables as ut
-from reference_tokenization import basic_tokenize
+from helpers.reference_tokenization import basic_tokenize
 
 
 def _table_words(tables, codepoints):

@@ -12,11 +12,11 @@ import sys
 import pytest
 
 from bert_keras.text import unicode_tables, vocab_builder
-from reference_tokenization import ReferenceWordTokenizer
-from reference_tokenization import basic_tokenize as reference_words
+from helpers.reference_tokenization import ReferenceWordTokenizer
+from helpers.reference_tokenization import basic_tokenize as reference_words
 from bert_keras.text.vocab import Vocabulary
-from pretraining_data_fixtures import fixture_path, minilm_vocab_path
-from support import REPO_ROOT as ROOT, TESTS_DIR
+from helpers.pretraining_data_fixtures import fixture_path, minilm_vocab_path
+from helpers.support import REPO_ROOT as ROOT, TESTS_DIR
 
 
 

@@ -8,8 +8,8 @@ import pytest
 from bert_keras.finetuning.conll import data as conll
 from bert_keras.finetuning.tasks.common import IGNORE_LABEL_ID, DataFormatError
 from bert_keras.metrics.conll_eval import evaluate
-from reference_tokenization import ReferenceWordTokenizer
-from support import TESTS_DIR
+from helpers.reference_tokenization import ReferenceWordTokenizer
+from helpers.support import TESTS_DIR
 
 CONLL_DIR = os.path.join(TESTS_DIR, "fixtures", "conll")
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "acme", "robot", "##ics", "opens",

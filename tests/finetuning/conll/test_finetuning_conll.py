@@ -13,7 +13,7 @@ from bert_keras.finetuning.tasks.common import DataFormatError
 from bert_keras.metrics import conll_eval
 from bert_keras.model import checkpoint_names
 from bert_keras.modeldir import model_dir
-from finetuning_fixtures import data_dir, fixture, read_lines, tiny_model_dir
+from helpers.finetuning_fixtures import data_dir, fixture, read_lines, tiny_model_dir
 
 QUICK = dict(learning_rate=1e-3, train_batch_size=1, num_train_epochs=10, max_seq_length=32,
              eval_batch_size=4, save_checkpoints=False)

@@ -15,8 +15,8 @@ from bert_keras.finetuning import task_models
 from bert_keras.finetuning.run import run_finetuning
 from bert_keras.finetuning.glue import data as glue
 from bert_keras.finetuning.tasks.common import DataFormatError
-from finetuning_fixtures import data_dir, fixture, read_lines, tiny_model_dir
-from support import REPO_ROOT as REPO
+from helpers.finetuning_fixtures import data_dir, fixture, read_lines, tiny_model_dir
+from helpers.support import REPO_ROOT as REPO
 
 # Small and fast, with a step large enough for a randomly initialized tiny model to learn.
 QUICK = dict(learning_rate=1e-3, train_batch_size=2, num_train_epochs=12, max_seq_length=32,

@@ -7,7 +7,7 @@ import pytest
 
 from bert_keras.finetuning.glue import data as glue
 from bert_keras.finetuning.tasks.common import DataFormatError
-from support import TESTS_DIR
+from helpers.support import TESTS_DIR
 
 GLUE_DIR = os.path.join(TESTS_DIR, "fixtures", "glue")
 

@@ -10,7 +10,7 @@ import pytest
 
 from bert_keras.finetuning.run import run_finetuning
 from bert_keras.finetuning.task import FinetuningOptions, get_task
-from finetuning_fixtures import data_dir, fixture, tiny_model_dir
+from helpers.finetuning_fixtures import data_dir, fixture, tiny_model_dir
 
 QUICK = dict(learning_rate=1e-3, train_batch_size=8, max_seq_length=64, doc_stride=32,
              max_query_length=24, eval_batch_size=16, save_checkpoints=False)

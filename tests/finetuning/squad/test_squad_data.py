@@ -9,8 +9,8 @@ import pytest
 
 from bert_keras.finetuning.squad import data as squad
 from bert_keras.finetuning.tasks.common import DataFormatError
-from reference_tokenization import ReferenceWordTokenizer
-from support import TESTS_DIR
+from helpers.reference_tokenization import ReferenceWordTokenizer
+from helpers.support import TESTS_DIR
 
 SQUAD_DIR = os.path.join(TESTS_DIR, "fixtures", "squad")
 V2_SAMPLE = os.path.join(SQUAD_DIR, "squad_v2_dev_sample.json")

@@ -11,7 +11,7 @@ from bert_keras.metrics import squad_eval
 from bert_keras.finetuning.squad import data as squad
 from bert_keras.finetuning.squad.postprocess import (NO_CANDIDATE_NULL_ODDS, get_final_text,
                                                            postprocess_predictions, write_predictions)
-from reference_tokenization import ReferenceWordTokenizer
+from helpers.reference_tokenization import ReferenceWordTokenizer
 
 GREEK = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
 VOCAB = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "which", "when", "was", "born", "?",

@@ -10,7 +10,7 @@ import pytest
 from bert_keras.finetuning import task_models
 from bert_keras.finetuning.run import run_finetuning
 from bert_keras.finetuning.tasks.common import DataFormatError
-from finetuning_fixtures import data_dir, fixture, read_lines, tiny_model_dir
+from helpers.finetuning_fixtures import data_dir, fixture, read_lines, tiny_model_dir
 
 QUICK = dict(learning_rate=1e-3, train_batch_size=1, num_train_epochs=12, max_seq_length=32,
              eval_batch_size=4)

@@ -9,8 +9,8 @@ from bert_keras.finetuning.swag import data as swag
 from bert_keras.finetuning.tasks.common import DataFormatError
 from bert_keras.finetuning.tasks.encoding import encode_texts
 from bert_keras.metrics.classification import accuracy
-from reference_tokenization import ReferenceWordTokenizer
-from support import TESTS_DIR
+from helpers.reference_tokenization import ReferenceWordTokenizer
+from helpers.support import TESTS_DIR
 
 SWAG_DIR = os.path.join(TESTS_DIR, "fixtures", "swag")
 HEADER = ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label"

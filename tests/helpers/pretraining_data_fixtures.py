@@ -1,8 +1,8 @@
-"""Helpers of the pre-training data tests (a plain module: `from pretraining_data_fixtures import ...`)."""
+"""Helpers of the pre-training data tests (`from helpers.pretraining_data_fixtures import ...`)."""
 
 import os
 
-from support import TESTS_DIR, anchor_file
+from helpers.support import TESTS_DIR, anchor_file
 
 FIXTURES = os.path.join(TESTS_DIR, "fixtures")
 

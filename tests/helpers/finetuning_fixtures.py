@@ -12,8 +12,9 @@ from bert_keras.model.config import BertConfig
 from bert_keras.model.encoder import build_encoder
 from bert_keras.modeldir import model_dir
 from bert_keras.text.vocab import SPECIAL_TOKENS, Vocabulary
+from helpers.support import TESTS_DIR
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+FIXTURES = os.path.join(TESTS_DIR, "fixtures")
 
 
 def fixture(*parts):

@@ -14,7 +14,7 @@ import numpy as np
 import bert_keras
 from bert_keras.data import instances as pretraining_data
 from bert_keras.text.vocab import SPECIAL_TOKENS, Vocabulary
-from pretraining_data_fixtures import encode_instance_batch, encoded_records, write_tfrecords
+from helpers.pretraining_data_fixtures import encode_instance_batch, encoded_records, write_tfrecords
 
 DATA_DIR = os.path.join(os.path.dirname(bert_keras.__file__), "data")
 TRAIN_TEXT = os.path.join(DATA_DIR, "wikitext_train.txt")

@@ -4,7 +4,7 @@ import math
 import os
 
 import numpy as np
-from support import anchor_file
+from helpers.support import anchor_file
 
 
 def minilm_hf_dir():

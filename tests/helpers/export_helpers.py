@@ -26,7 +26,7 @@ import sys
 import tempfile
 import textwrap
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from helpers.support import REPO_ROOT
 
 
 # Graph checks, here and in the fresh process (the prelude below carries their source).
