@@ -105,7 +105,7 @@ def _float32(outputs):
     return tf.nest.map_structure(lambda x: tf.cast(x, tf.float32), outputs)
 
 
-class _Exportable(tf.__internal__.tracking.AutoTrackable):
+class Exportable(tf.__internal__.tracking.AutoTrackable):
     """A plain trackable object: attributes set on it are what `tf.saved_model.save` writes."""
 
 
@@ -273,7 +273,7 @@ class _ZeroPaddingEncoder:
         return outputs
 
 
-class MaskedLMModule(_Exportable):
+class MaskedLMModule(Exportable):
     """The `.mlm` sub-object: the encoder outputs (`encode`: the encoder module's `__call__`)
     plus `mlm_logits` at `masked_lm_positions`."""
 
@@ -299,7 +299,7 @@ class MaskedLMModule(_Exportable):
         return outputs
 
 
-class EncoderModule(_Exportable):
+class EncoderModule(Exportable):
     """The object written by `export_encoder`, callable in memory as after loading."""
 
     def __init__(self, encoder, mlm_head=None, xla_batch_1=False):

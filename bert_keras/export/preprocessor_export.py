@@ -38,7 +38,7 @@ import os
 
 import tensorflow as tf
 
-from bert_keras.export.encoder_export import _Exportable, save_module, tracing_as_saved
+from bert_keras.export.encoder_export import Exportable, save_module, tracing_as_saved
 from bert_keras.export.raw_text import cut_to_longest
 from bert_keras.modeldir.model_dir import ModelDir
 from bert_keras.text.packing import flat_segment, pack_segments
@@ -58,7 +58,7 @@ def build_tokenizer(model_dir):
 
 
 # -------------------------------------------------------------------------------- module
-class TokenizeModule(_Exportable):
+class TokenizeModule(Exportable):
     """`preprocessor.tokenize`: the tokenizer with the TF Hub names."""
 
     def __init__(self, tokenizer, special_ids, vocab_size, vocab_asset):
@@ -89,7 +89,7 @@ class TokenizeModule(_Exportable):
         return self._id_to_token_table.lookup(tf.cast(ids, tf.int64))
 
 
-class PackInputsModule(_Exportable):
+class PackInputsModule(Exportable):
     """`preprocessor.bert_pack_inputs`: one or two segments, ragged rank 1 or 2.
 
     Given `plain`, the `__call__` of such a module, it is `preprocessor.bert_pack_inputs_to_longest`:
@@ -141,7 +141,7 @@ class PackInputsModule(_Exportable):
         return pack_segments(segments, seq_length, self._cls, self._sep, self._pad)
 
 
-class PreprocessorModule(_Exportable):
+class PreprocessorModule(Exportable):
     """The object written by `export_preprocessor`, callable in memory as after loading.
 
     Args:

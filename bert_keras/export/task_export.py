@@ -81,7 +81,7 @@ import os
 
 import tensorflow as tf
 
-from bert_keras.export.encoder_export import (_Exportable, dtype_policy, plain_inference,
+from bert_keras.export.encoder_export import (Exportable, dtype_policy, plain_inference,
                                              run_inference, save_module, tracing_as_saved,
                                              xla_inference)
 from bert_keras.export.raw_text import cut_to_longest, pad_positions
@@ -144,7 +144,7 @@ class ConstantWeightsModel:
 
 
 # ------------------------------------------------------------------------------ the module
-class TaskModule(_Exportable):
+class TaskModule(Exportable):
     """The raw-text task model: tokenizer + fine-tuned Keras model + post-processing, the last
     from the `Serving` its head's family declares.
 
