@@ -9,7 +9,7 @@ import os
 from concurrent import futures
 
 from bert_keras.common.files import write_atomic
-from bert_keras.data import corpus as pretraining_corpus
+from bert_keras.data import corpus
 from bert_keras.data import token_store
 from bert_keras.data.workers import (BlockFile, block_path, process_block, tokenize_block,
                                      tokenizer_factory, work_dir)
@@ -52,7 +52,7 @@ class BlockPhase:
         self.config, self.executor, self.num_workers = config, executor, num_workers
         self.block_bytes, self.files, self.total_bytes = block_bytes, files, total_bytes
         self.progress = progress
-        self.corpus = pretraining_corpus.CorpusStats()
+        self.corpus = corpus.CorpusStats()
         self.block_stats = {}
         self.bytes_read = 0
         self.instances = 0
@@ -120,7 +120,7 @@ class BlockPhase:
         ahead = collections.deque()
         # `files` are every num_tasks-th of the sorted input from task_index (`task_files`).
         numbers = range(config.task_index, len(config.input_files), config.num_tasks)
-        for block in pretraining_corpus.iter_blocks(self.files, config.input_format,
+        for block in corpus.iter_blocks(self.files, config.input_format,
                                                     self.block_bytes, config.utf8_errors,
                                                     self.corpus, numbers,
                                                     config.input_encoding):

@@ -43,8 +43,8 @@ from bert_keras.common.errors import BertKerasError
 from bert_keras.common import cli
 from bert_keras.common.cli import option
 from bert_keras.common.files import describe_changes, write_atomic
-from bert_keras.data import corpus as pretraining_corpus
-from bert_keras.data import instances as pretraining_data
+from bert_keras.data import corpus
+from bert_keras.data import instances
 from bert_keras.data.block_phase import BlockPhase, run_bounded, tokenizer_name
 from bert_keras.data.corpus import INPUT_FORMATS, UTF8_ERRORS
 from bert_keras.data.workers import (block_path, init_worker, manifest_path, merge_shard,
@@ -72,7 +72,7 @@ class PipelineConfig:
     output_dir: str = option(None, "Directory for the TFRecord shards, stats.json and "
                              "manifest.json.", required=True)
     do_lower_case: bool = cli.do_lower_case_option()
-    options: pretraining_data.InstanceOptions = pretraining_data.InstanceOptions()
+    options: instances.InstanceOptions = instances.InstanceOptions()
     seed: int = cli.seed_option(12345, "Random seed for data generation.")
     num_output_shards: int = option(16, "TFRecord files to write (per task).")
     num_workers: int = option(0, "Worker processes; 0 = one per CPU core. The output does not "
@@ -112,11 +112,11 @@ def _check_config(config):
     missing = [f for f in config.input_files if not os.path.isfile(f)]
     if missing:
         raise PipelineError(f"input file(s) not found: {missing[:5]}")
-    if config.input_format not in pretraining_corpus.INPUT_FORMATS:
-        raise PipelineError(f"--input_format must be one of {pretraining_corpus.INPUT_FORMATS}, "
+    if config.input_format not in corpus.INPUT_FORMATS:
+        raise PipelineError(f"--input_format must be one of {corpus.INPUT_FORMATS}, "
                             f"got {config.input_format!r}")
-    if config.utf8_errors not in pretraining_corpus.UTF8_ERRORS:
-        raise PipelineError(f"--utf8_errors must be one of {pretraining_corpus.UTF8_ERRORS}, "
+    if config.utf8_errors not in corpus.UTF8_ERRORS:
+        raise PipelineError(f"--utf8_errors must be one of {corpus.UTF8_ERRORS}, "
                             f"got {config.utf8_errors!r}")
     if config.block_bytes < 0:
         raise PipelineError(f"--block_size_kib must be positive (or 0: automatic), got "
@@ -137,7 +137,7 @@ def _check_config(config):
         raise PipelineError(f"bad --vocab_file: {error}") from error
     # Text a corpus can be made of (not binary, compressed or empty; two documents at least),
     # checked as the main job checks it, before anything is written.
-    pretraining_corpus.check_corpus_files(task_files(config), config.input_format,
+    corpus.check_corpus_files(task_files(config), config.input_format,
                                           encoding=config.input_encoding)
 
 
@@ -170,7 +170,7 @@ def _manifest(config, files, block_bytes):
         "num_tasks": config.num_tasks,
         "block_bytes": block_bytes,
         "utf8_errors": config.utf8_errors,
-        "input_encoding": pretraining_corpus.check_encoding(config.input_encoding),
+        "input_encoding": corpus.check_encoding(config.input_encoding),
         "tokenizer": tokenizer_name(config),
     }
 

@@ -21,8 +21,8 @@ import numpy as np
 
 from bert_keras.common.errors import BertKerasError
 from bert_keras.common.files import write_atomic
-from bert_keras.data import instances as pretraining_data
-from bert_keras.data import records as pretraining_records
+from bert_keras.data import instances
+from bert_keras.data import records
 from bert_keras.data import token_store
 from bert_keras.data.example_encoding import encode_framed_examples
 from bert_keras.text.sentence_splitting import split_sentences
@@ -108,7 +108,7 @@ def init_worker(config):
     _WORKER.clear()
     vocabulary = Vocabulary.from_file(config.vocab_file)
     _WORKER["config"] = config
-    _WORKER["special"] = pretraining_data.SpecialTokenIds.from_vocabulary(vocabulary)
+    _WORKER["special"] = instances.SpecialTokenIds.from_vocabulary(vocabulary)
 
 
 def tokenize_block(block):
@@ -131,7 +131,7 @@ def tokenize_block(block):
         lengths.append(batch_lengths)
     ids = np.concatenate(ids) if ids else np.zeros([0], np.int32)
     lengths = np.concatenate(lengths) if lengths else np.zeros([0], np.int64)
-    documents = pretraining_data.TokenizedDocuments.drop_empty(ids, lengths, document_sizes)
+    documents = instances.TokenizedDocuments.drop_empty(ids, lengths, document_sizes)
     counts = {
         "documents": documents.num_documents,
         "empty_documents": len(document_sizes) - documents.num_documents,
@@ -170,7 +170,7 @@ def process_block(index, key, first_document, end_document, counts):
     documents = store.documents(first_document, end_document)
     # (7, 7) can be no (task, num_tasks) pair of the shard seeds below: the streams stay apart.
     seed = [config.seed, 7, 7, *key]
-    batch = pretraining_data.create_instances(documents, options, _WORKER["special"], seed,
+    batch = instances.create_instances(documents, options, _WORKER["special"], seed,
                                               pool=store, first_document=first_document)
     n = len(batch)
     stats = dict(counts)
@@ -181,7 +181,7 @@ def process_block(index, key, first_document, end_document, counts):
     order = permutation[np.argsort(shard[permutation], kind="stable")]
     # Framed records, grouped by shard and shuffled within each group, encoded a slice of
     # `order` at a time (the encoder's slot matrices take a few KB per record).
-    features = pretraining_records.instance_features(batch)
+    features = records.instance_features(batch)
     pieces, lengths = [], [np.zeros([0], np.int64)]
     for start in range(0, n, _ENCODE_BATCH):
         rows = order[start:start + _ENCODE_BATCH]

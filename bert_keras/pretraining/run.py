@@ -44,7 +44,7 @@ from absl import logging
 from bert_keras import precision
 from bert_keras.common.files import write_text_atomic
 from bert_keras.modeldir import model_dir as model_dir_lib
-from bert_keras.pretraining import inputs as pretraining_input
+from bert_keras.pretraining import inputs
 from bert_keras.pretraining.engine import LossNotFinite
 from bert_keras.pretraining.keras_engine import KerasEngine
 from bert_keras.pretraining.losses import SUM_NAMES, metrics_from_sums
@@ -92,7 +92,7 @@ def train(options, strategy=None):
     setup = resolve_model_setup(options)
     check_sequence_length(options, setup.config)
     latest = _checkpoint_to_resume(options, setup, engine)
-    files, kind = pretraining_input.prepare_records(options)
+    files, kind = inputs.prepare_records(options)
 
     keras.utils.set_random_seed(options.seed)
     engine.build(setup.config)
@@ -114,7 +114,7 @@ def train(options, strategy=None):
         try:
             metrics = engine.train(records, start)
         except tf.errors.DataLossError as error:
-            pretraining_input.raise_corrupt_files(files, error)
+            inputs.raise_corrupt_files(files, error)
         except LossNotFinite as stop:
             raise _non_finite_loss_error(stop, engine.latest_checkpoint(options.output_dir)) \
                 from None
@@ -159,10 +159,10 @@ def _records(options, files, kind, vocab, training):
     """`records(batch_size, start_step=0, drop_remainder=True)`: the `dataset_fn` of the run's
     records (`inputs.make_dataset_fn`), shuffled and repeated to train, read once in order to
     evaluate."""
-    targets = pretraining_input.target_options(options, vocab)
+    targets = inputs.target_options(options, vocab)
 
     def records(batch_size, start_step=0, drop_remainder=True):
-        return pretraining_input.make_dataset_fn(
+        return inputs.make_dataset_fn(
             files, kind, options.max_seq_length, options.max_predictions_per_seq, batch_size,
             targets=targets, start_step=start_step, shuffle=training, repeat=training,
             seed=options.seed, shuffle_buffer_size=options.shuffle_buffer_size,
@@ -203,7 +203,7 @@ def evaluate(options, strategy=None):
     engine = engine_class()(options, "eval", strategy)
     _resolve_precision(options, engine.strategy, engine.loss_scaling)
     setup = resolve_model_setup(options)
-    files, kind = pretraining_input.prepare_records(options)
+    files, kind = inputs.prepare_records(options)
     source = _load_weights(options, setup, engine)
 
     totals = {name: 0.0 for name in SUM_NAMES + ("examples",)}
@@ -216,7 +216,7 @@ def evaluate(options, strategy=None):
             if options.max_eval_steps and batches >= options.max_eval_steps:
                 break
     except tf.errors.DataLossError as error:
-        pretraining_input.raise_corrupt_files(files, error)
+        inputs.raise_corrupt_files(files, error)
     results = metrics_from_sums({name: totals[name] for name in SUM_NAMES})
     results.update(examples=int(totals["examples"]), batches=batches, global_step=engine.step)
     if engine.is_chief:
