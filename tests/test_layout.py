@@ -3,6 +3,7 @@ to one step of the pipeline cannot reach back into the steps before it.
 
     common                                   the ground floor (atomic writes, the command line)
     text | model | metrics | distribution    none imports another
+    learning_rate                            (the warm-up/decay schedule, on the same floor)
     modeldir | precision                     the model directory on top of text and model;
                                              the compute dtype on top of distribution
     data | optimization                      pre-training data; the optimizers
@@ -20,7 +21,7 @@ import bert_keras
 PACKAGE_DIR = os.path.dirname(bert_keras.__file__)
 FLOORS = {
     "common": 0,
-    "text": 1, "model": 1, "metrics": 1, "distribution": 1,
+    "text": 1, "model": 1, "metrics": 1, "distribution": 1, "learning_rate": 1,
     "modeldir": 2, "precision": 2,
     "data": 3, "optimization": 3,
     "pretraining": 4,
