@@ -260,12 +260,24 @@ def scores(task, predictions, labels):
             glue.compute_metrics(task, predictions, labels).items()}
 
 
+def load_encoder_weights(model, model_dir):
+    """A pre-trained model directory's encoder weights into the task model's encoder; the head
+    keeps its initial weights."""
+    from bert_keras.model import checkpoint_names
+    from bert_keras.modeldir.model_dir import ModelDir
+
+    model_dir = ModelDir.of(model_dir)
+    checkpoint_names.assign_weights(
+        checkpoint_names.encoder_weight_map(model.get_layer("bert_encoder")), model_dir.weights,
+        source=model_dir.weights_file)
+
+
 def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
         clip_norm=1.0, train_pad_row=False, dtype="float32", dropout_rate=0.0,
         learning_rate=LEARNING_RATE, seq_length=SEQ_LENGTH):
     import keras
     from bert_keras import optimization
-    from bert_keras.finetuning.run import _load_weights, create_finetuning_optimizer
+    from bert_keras.finetuning.run import create_finetuning_optimizer
     from bert_keras.finetuning.task import FinetuningOptions, get_task
     from bert_keras.finetuning.task_models import task_weight_map
     from bert_keras.model.encoder import build_encoder
@@ -282,7 +294,7 @@ def run(task, folder, model_dir, epochs, optimizer_name, seed, batch_size=BATCH,
     keras.utils.set_random_seed(seed)
     policy = None if dtype == "float32" else dtype
     model = finetuning.build_model(build_encoder(config, dtype=policy), dtype=policy)
-    _load_weights(model, model_dir)
+    load_encoder_weights(model, model_dir)
     steps_per_epoch = -(-train.num_rows // batch_size)
     total = steps_per_epoch * epochs
     warmup = int(total * WARMUP)
@@ -446,7 +458,6 @@ def dropout_spread(task, folder, model_dir, draws, seed, rows=BATCH):
     import keras
     import torch
     import transformers
-    from bert_keras.finetuning.run import _load_weights
     from bert_keras.finetuning.task import FinetuningOptions, get_task
     from bert_keras.model.encoder import build_encoder
     from bert_keras.modeldir import model_dir as model_dir_lib
@@ -457,7 +468,7 @@ def dropout_spread(task, folder, model_dir, draws, seed, rows=BATCH):
     config = model_dir_lib.read_config(model_dir)
     keras.utils.set_random_seed(seed)
     model = finetuning.build_model(build_encoder(config))
-    _load_weights(model, model_dir)
+    load_encoder_weights(model, model_dir)
     inputs = {name: np.asarray(value)[:rows] for name, value in train.inputs.items()}
     head = {name: value.numpy() for name, value in model.head.weight_map().items()}
     encoder = model.get_layer("bert_encoder")

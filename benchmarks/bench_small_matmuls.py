@@ -62,7 +62,10 @@ def tensorflow_contenders(kernels, x):
 def tflite_contender(kernels, x):
     import tensorflow as tf
 
-    from bert_keras.export.lite import _interpreter_class
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError:
+        Interpreter = tf.lite.Interpreter
 
     constants = [tf.constant(kernel) for kernel in kernels]
 
@@ -74,8 +77,7 @@ def tflite_contender(kernels, x):
 
     converter = tf.lite.TFLiteConverter.from_concrete_functions([chain.get_concrete_function()],
                                                                 tf.Module())
-    interpreter = _interpreter_class()(model_content=converter.convert(),
-                                       num_threads=os.cpu_count())
+    interpreter = Interpreter(model_content=converter.convert(), num_threads=os.cpu_count())
     inputs, = interpreter.get_input_details()
     interpreter.resize_tensor_input(inputs["index"], x.shape)
     interpreter.allocate_tensors()

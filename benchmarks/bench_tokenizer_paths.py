@@ -64,7 +64,7 @@ def main(argv=None):
     from bert_keras.text import unicode_tables
     from bert_keras.text.tokenizer import BertTokenizer, fast_path_pattern
     from bert_keras.text.vocab import Vocabulary
-    from reference_tokenization import ReferenceTokenizer
+    from helpers.reference_tokenization import ReferenceTokenizer
 
     lines = bench_common.read_lines(args.corpus, args.lines)
     batches = [lines[i:i + args.batch_size] for i in range(0, len(lines), args.batch_size)]
