@@ -102,21 +102,20 @@ def pretrain_variants(args, job_options):
             start = time.time()
             from bert_keras.pretraining import run as pretraining
 
-            pretraining.run_pretraining(main_job.stages._pretraining_options(  # pylint: disable=protected-access
-                options, base, output_dir=output, **OBJECTIVES[name]))
+            pretraining.run_pretraining(options.pretraining_options(output_dir=output,
+                                                                    **OBJECTIVES[name]))
             print(f"pre-trained {slug} in {time.time() - start:.0f}s", flush=True)
         models[(name, preset)] = output
     return models
 
 
 def heldout_mlm(job_options, model_dir, name, preset):
-    from bert_keras import main_job
     from bert_keras.pretraining import run as pretraining
 
     base = job_options.paths()
     job_options = dataclasses.replace(job_options, preset=preset)
-    results = pretraining.evaluate(main_job.stages._pretraining_options(  # pylint: disable=protected-access
-        job_options, base, mode="eval", output_dir=model_dir,
+    results = pretraining.evaluate(job_options.pretraining_options(
+        mode="eval", output_dir=model_dir,
         input_files=os.path.join(base["heldout_data"], "*.tfrecord"), **OBJECTIVES[name]))
     return {key: float(value) for key, value in results.items()
             if key in ("masked_lm_accuracy", "next_sentence_accuracy")}

@@ -457,7 +457,7 @@ def test_bad_comparison_flags_stop_the_job_before_anything_is_written(flag, mess
     (dict(finetune_train_examples=-3), "(--finetune_train_examples)"),
     (dict(finetune_learning_rates=(-1e-3,)), "(--finetune_learning_rates)"),
     (dict(num_train_steps=0), "--num_train_steps must be positive"),
-    (dict(max_seq_length=1000), "exceeds the 512 positions"),
+    (dict(max_seq_length=1000), "longer than the model's max_position_embeddings 512"),
     (dict(warmup_fraction=1.5), "--warmup_fraction must be in [0, 1)"),
     (dict(finetune_seq_length=-1), "--finetune_seq_length must be positive"),
     (dict(second_task="glue/mrpc"), "second_task must be one of"),

@@ -60,6 +60,12 @@ STAGES = ("vocab", "data", "pretrain", "evaluate", "finetune", "export", "demo")
 RESULTS_NAME = "results.json"
 
 
+# Fields of the job named like pre-training options that mean something else in the job: its
+# input is text (the pre-training stage reads the records made of it), and --start_over is the
+# whole job's.
+JOB_ONLY_FIELDS = ("input_files", "start_over")
+
+
 @dataclasses.dataclass
 class MainJobOptions:
     """Settings of the main job; the defaults fit a 2-core CPU in a few minutes."""
@@ -181,6 +187,24 @@ class MainJobOptions:
             return tuple(self.classify_sentences)
         return DEFAULT_CLASSIFY_SENTENCES[self.served_task()]
 
+    def pretraining_options(self, **overrides):
+        """The `PretrainingOptions` of the job's pre-training stage: every job field named as a
+        pre-training option carries over as it is (a pre-training option added to the job is
+        passed on without an edit here), except those in `JOB_ONLY_FIELDS`; the rest is derived
+        from the job's paths and settings. `overrides` set any field (e.g. mode="eval")."""
+        from bert_keras.pretraining.options import PretrainingOptions
+
+        paths = self.paths()
+        values = {field.name: getattr(self, field.name)
+                  for field in dataclasses.fields(PretrainingOptions)
+                  if field.name not in JOB_ONLY_FIELDS and hasattr(self, field.name)}
+        values.update(
+            input_files=os.path.join(paths["train_data"], "*.tfrecord"), output_dir=paths["model"],
+            vocab_file=paths["vocab"], config=self.preset, eval_batch_size=self.train_batch_size,
+            num_warmup_steps=int(self.num_train_steps * self.warmup_fraction))
+        values.update(overrides)
+        return PretrainingOptions(**values)
+
     def paths(self):
         root = os.path.abspath(self.work_dir)
         return {
@@ -237,14 +261,13 @@ def check_options(options):
     if not options.released_seeds:
         raise ValueError("--released_seeds needs at least one seed")
     from bert_keras.model.config import BertConfig
+    from bert_keras.modeldir.model_dir import check_seq_length
 
-    positions = BertConfig.from_preset(options.preset, vocab_size=8).max_position_embeddings
+    config = BertConfig.from_preset(options.preset, vocab_size=8)
     if options.finetune_seq_length < 0:
         raise ValueError(f"--finetune_seq_length must be positive (or 0: each task's own), got "
                          f"{options.finetune_seq_length}")
     lengths = {"max_seq_length": options.max_seq_length,
                "finetune_seq_length": max(options.task_seq_length(t) for t in options.tasks())}
     for name, length in lengths.items():
-        if length > positions:
-            raise ValueError(f"--{name}={length} exceeds the {positions} "
-                             f"positions of the {options.preset} preset")
+        check_seq_length(config, length, f"--{name}", f"the {options.preset} preset", ValueError)

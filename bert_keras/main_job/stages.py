@@ -106,30 +106,10 @@ def create_data_stage(options, paths):
     return {"summary": summary, **results}
 
 
-def _pretraining_options(options, paths, **overrides):
-    from bert_keras.pretraining.run import PretrainingOptions
-
-    values = dict(
-        input_files=os.path.join(paths["train_data"], "*.tfrecord"), output_dir=paths["model"],
-        config=options.preset, vocab_file=paths["vocab"], do_lower_case=options.do_lower_case,
-        strategy=options.strategy, train_batch_size=options.train_batch_size,
-        eval_batch_size=options.train_batch_size, max_seq_length=options.max_seq_length,
-        max_predictions_per_seq=options.max_predictions_per_seq,
-        num_train_steps=options.num_train_steps,
-        num_warmup_steps=int(options.num_train_steps * options.warmup_fraction),
-        learning_rate=options.learning_rate, save_checkpoints_steps=options.save_checkpoints_steps,
-        steps_per_execution=options.steps_per_execution,
-        mixed_precision=options.mixed_precision, seed=options.seed,
-        next_sentence=options.next_sentence, dynamic_masking=options.dynamic_masking,
-        masked_lm_prob=options.masked_lm_prob)
-    values.update(overrides)
-    return PretrainingOptions(**values)
-
-
 def pretrain_stage(options, paths):
     from bert_keras.pretraining import run as pretraining
 
-    result = pretraining.run_pretraining(_pretraining_options(options, paths))
+    result = pretraining.run_pretraining(options.pretraining_options())
     summary = f"{options.num_train_steps} steps of a {options.preset} BERT, model directory {paths['model']}"
     return {"summary": summary, "result": _jsonable(result)}
 
@@ -140,8 +120,8 @@ def evaluate_stage(options, paths):
     from bert_keras.pretraining.baselines import compute_baselines
 
     heldout = os.path.join(paths["heldout_data"], "*.tfrecord")
-    results = _jsonable(pretraining.evaluate(_pretraining_options(
-        options, paths, mode="eval", input_files=heldout, dynamic_masking=False)))
+    results = _jsonable(pretraining.evaluate(options.pretraining_options(
+        mode="eval", input_files=heldout, dynamic_masking=False)))
     baselines = compute_baselines(os.path.join(paths["train_data"], "*.tfrecord"), heldout,
                                   options.max_seq_length, options.max_predictions_per_seq)
     summary = (f"held-out masked_lm_accuracy {results['masked_lm_accuracy']:.3f} (most frequent "
@@ -179,13 +159,12 @@ def compare_finetuning(options, model_dir, initial_weights, state_path=None, log
     from bert_keras.finetuning.sweep import FinetuningSweep
     from bert_keras.finetuning.task import FinetuningOptions, get_task
     from bert_keras.finetuning.transfer import compare_initializations
-    from bert_keras.modeldir import model_dir as model_dir_lib
 
     task_name = task_name or options.finetune_task
     task = get_task(task_name, options.task_data_dir(task_name), model_dir,
                     FinetuningOptions(max_seq_length=options.task_seq_length(task_name),
                                       pooling=options.finetune_pooling))
-    config = model_dir_lib.read_config(model_dir)
+    config = task.model_dir.config
     sweep = FinetuningSweep(task, config, options.finetune_batch_size)
     result = compare_initializations(task, config, initial_weights,
                                      transfer or transfer_options(options, task_name),
@@ -237,11 +216,11 @@ def finetune_stage(options, paths):
     from bert_keras.finetuning.sweep import random_encoder_weights
     from bert_keras.main_job import released as released_lib
     from bert_keras.main_job.plot import plot_learning_curve
-    from bert_keras.modeldir import model_dir as model_dir_lib
+    from bert_keras.modeldir.model_dir import ModelDir
 
-    config = model_dir_lib.read_config(paths["model"])
-    initial = {PRETRAINED: model_dir_lib.read_weights(paths["model"]),
-               RANDOM_INIT: random_encoder_weights(config, options.seed)}
+    pretrained = ModelDir(paths["model"])
+    initial = {PRETRAINED: pretrained.weights,
+               RANDOM_INIT: random_encoder_weights(pretrained.config, options.seed)}
     name = released_lib.released_name(options)
     released_dir, missing = released_lib.convert_released_model(options, paths)
     if missing:
@@ -251,13 +230,14 @@ def finetune_stage(options, paths):
         keep = task_name == served
         state = paths["finetune_runs" if task_name == options.finetune_task else
                       "second_task_runs"]
-        result, sweep = compare_finetuning(options, paths["model"], initial, state,
+        result, sweep = compare_finetuning(options, pretrained, initial, state,
                                            task_name=task_name, keep=PRETRAINED if keep else None)
         candidates = {PRETRAINED: (sweep, initial[PRETRAINED], result.pop("kept_weights", None))}
         if released_dir is not None:
-            released = {RELEASED: model_dir_lib.read_weights(released_dir)}
+            released_model = ModelDir(released_dir)
+            released = {RELEASED: released_model.weights}
             other, released_sweep = compare_finetuning(
-                options, released_dir, released,
+                options, released_model, released,
                 os.path.join(paths["released_runs"], task_name.replace("/", "_") + ".json"),
                 task_name=task_name, keep=RELEASED if keep else None,
                 transfer=released_lib.released_transfer_options(options, task_name))
@@ -291,10 +271,9 @@ def write_random_init_model_dir(model_dir, output_dir, seed):
     from bert_keras.finetuning.sweep import random_encoder_weights
     from bert_keras.modeldir import model_dir as model_dir_lib
 
-    config = model_dir_lib.read_config(model_dir)
-    model_dir_lib.write_model_dir(
-        output_dir, config, model_dir_lib.read_vocab(model_dir, config),
-        model_dir_lib.read_do_lower_case(model_dir), random_encoder_weights(config, seed))
+    source = model_dir_lib.ModelDir(model_dir)
+    model_dir_lib.write_model_dir(output_dir, source.config, source.vocab, source.do_lower_case,
+                                  random_encoder_weights(source.config, seed))
 
 
 def export_stage(options, paths):
