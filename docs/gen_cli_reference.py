@@ -35,16 +35,29 @@ def _commands():
             for command in COMMANDS.values()]
 
 
+def _portable(value):
+    """A default inside the installed package (the bundled data) as `bert_keras/...`, so that
+    the page does not depend on where the package lies."""
+    import os
+
+    import bert_keras
+
+    root = os.path.dirname(os.path.abspath(bert_keras.__file__))
+    if isinstance(value, str) and value.startswith(root + os.sep):
+        return "bert_keras/" + os.path.relpath(value, root).replace(os.sep, "/")
+    return value
+
+
 def _default_text(flag, required):
     if required:
         return "(required)"
-    value = flag.default
+    value = _portable(flag.default)
     if value is None:
         return "none"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
-        return "`" + ",".join(str(item) for item in value) + "`" if value else "(empty)"
+        return "`" + ",".join(str(_portable(item)) for item in value) + "`" if value else "(empty)"
     if value == "":
         return "(empty)"
     return f"`{value}`"
