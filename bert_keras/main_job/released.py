@@ -49,21 +49,4 @@ def convert_released_model(options, paths):
     return paths["released_model"], None
 
 
-def released_transfer_options(options, task):
-    """The released model's `TransferOptions` for `task`: the same labelled sentences, held-out
-    selection rows and batch size as the other rows; its own grid (the paper's values) and
-    seeds; no learning curve."""
-    from bert_keras.finetuning.transfer import TransferOptions
-
-    return TransferOptions(
-        num_train_examples=options.finetune_train_examples,
-        selection_examples=options.finetune_selection_examples,
-        learning_rates=tuple(float(v) for v in options.released_learning_rates),
-        epochs=tuple(int(v) for v in options.released_epochs),
-        seeds=tuple(int(v) for v in options.released_seeds),
-        curve_examples=(options.finetune_train_examples,),
-        train_batch_size=options.finetune_batch_size)
-
-
-__all__ = ["locate_released_model", "released_name", "convert_released_model",
-           "released_transfer_options"]
+__all__ = ["locate_released_model", "released_name", "convert_released_model"]

@@ -132,20 +132,23 @@ def evaluate_stage(options, paths):
     return {"summary": summary, "results": results, "baselines": baselines}
 
 
-def transfer_options(options, task=None):
+def transfer_options(options, task=None, released=False):
     """The `finetuning.transfer.TransferOptions` of the job's options for `task` (default: the
-    headline task; the second task has no learning curve beyond the headline size)."""
+    headline task; the second task has no learning curve beyond the headline size). With
+    `released`, those of the released model's row: the same labelled sentences, held-out
+    selection rows and batch size, its own grid (the paper's values) and seeds, no curve."""
     from bert_keras.finetuning.transfer import TransferOptions
 
+    prefix = "released" if released else "finetune"
     curve = tuple(int(v) for v in options.learning_curve)
-    if task not in (None, options.finetune_task):
+    if released or task not in (None, options.finetune_task):
         curve = (options.finetune_train_examples,)
     return TransferOptions(
         num_train_examples=options.finetune_train_examples,
         selection_examples=options.finetune_selection_examples,
-        learning_rates=tuple(float(v) for v in options.finetune_learning_rates),
-        epochs=tuple(int(v) for v in options.finetune_epochs),
-        seeds=tuple(int(v) for v in options.finetune_seeds),
+        learning_rates=tuple(float(v) for v in getattr(options, f"{prefix}_learning_rates")),
+        epochs=tuple(int(v) for v in getattr(options, f"{prefix}_epochs")),
+        seeds=tuple(int(v) for v in getattr(options, f"{prefix}_seeds")),
         curve_examples=curve,
         train_batch_size=options.finetune_batch_size)
 
@@ -240,7 +243,7 @@ def finetune_stage(options, paths):
                 options, released_model, released,
                 os.path.join(paths["released_runs"], task_name.replace("/", "_") + ".json"),
                 task_name=task_name, keep=RELEASED if keep else None,
-                transfer=released_lib.released_transfer_options(options, task_name))
+                transfer=transfer_options(options, task_name, released=True))
             result["sides"][RELEASED] = other["sides"][RELEASED]
             result["released_options"] = other["options"]
             candidates[RELEASED] = (released_sweep, released[RELEASED],
