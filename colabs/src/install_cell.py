@@ -16,8 +16,8 @@ BERT_KERAS_SOURCE = ""  # @param {type:"string"}
 KERAS_BACKEND = "auto"  # @param ["auto", "jax", "tensorflow"]
 LIBTPU_RELEASES = "https://storage.googleapis.com/libtpu-tf-releases/index.html"
 
-# Opened from a checkout (colabs/ next to setup.py): the package comes from the checkout.
-IN_CHECKOUT = os.path.isfile(os.path.join("..", "setup.py")) and os.path.isdir(
+# Opened from a checkout (colabs/ next to pyproject.toml): the package comes from the checkout.
+IN_CHECKOUT = os.path.isfile(os.path.join("..", "pyproject.toml")) and os.path.isdir(
     os.path.join("..", "bert_keras"))
 # BERT_KERAS_SMOKE=1 (the test suite) never touches the network.
 OFFLINE = os.environ.get("BERT_KERAS_SMOKE") == "1"
