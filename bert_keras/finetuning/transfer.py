@@ -54,7 +54,7 @@ import os
 
 import numpy as np
 
-from bert_keras.common.files import atomic_path, write_text_atomic
+from bert_keras.common.files import write_text_atomic
 from bert_keras.finetuning.sweep import FinetuningSweep, subset
 
 
@@ -249,32 +249,4 @@ def clearly_better(result, side, other, min_margin=0.03):
     return bool(margin >= min_margin and margin > 2 * standard_error)
 
 
-def plot_learning_curve(result, path, title=None):
-    """Writes the learning curve of a `compare_initializations` result as a PNG (matplotlib)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
-
-    figure, axes = plt.subplots(figsize=(5.5, 3.8), dpi=120)
-    for side, values in result["sides"].items():
-        sizes = sorted(int(size) for size in values["curve"])
-        axes.plot(sizes, [values["curve"][str(size)] for size in sizes], marker="o", label=side)
-        n = result["options"]["num_train_examples"]
-        axes.errorbar([n], [values["dev_mean"]], yerr=[values["dev_std"]], fmt="none",
-                      capsize=4, color=axes.lines[-1].get_color())
-    if result.get("majority_share") is not None:
-        axes.axhline(result["majority_share"], color="grey", linestyle=":", label="majority label")
-    axes.set_xscale("log")
-    axes.set_xlabel("labelled training examples")
-    axes.set_ylabel(f"dev {result['metric']}")
-    axes.set_title(title or result["task"])
-    axes.legend()
-    axes.grid(alpha=0.3)
-    figure.tight_layout()
-    with atomic_path(path, ".png") as temporary:
-        figure.savefig(temporary)
-    plt.close(figure)
-
-
-__all__ = ["TransferOptions", "compare_initializations", "clearly_better", "plot_learning_curve"]
+__all__ = ["TransferOptions", "compare_initializations", "clearly_better"]
