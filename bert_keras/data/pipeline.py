@@ -33,7 +33,6 @@ import json
 import multiprocessing
 import os
 import shutil
-import socket
 import sys
 import time
 from concurrent import futures
@@ -42,6 +41,7 @@ from bert_keras.common.errors import BertKerasError
 from bert_keras.common import cli
 from bert_keras.common.cli import option
 from bert_keras.common.files import describe_changes, write_atomic
+from bert_keras.common.outputs import acquire_lock, release_lock
 from bert_keras.data import corpus
 from bert_keras.data import instances
 from bert_keras.data.block_phase import BlockPhase, run_bounded, tokenizer_name
@@ -210,52 +210,16 @@ def lock_path(config):
     return os.path.join(config.output_dir, f"{task_prefix(config)}.lock")
 
 
-def _pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
-
-
 def _acquire_lock(config):
-    """Takes `<output_dir>/[task-...-]lock` (the pid and host of this run), so that a second run
-    into the same directory stops with a message instead of deleting the first's work files; a
-    lock left by a run that was killed (its process is gone) is taken over."""
-    path = lock_path(config)
-    host = socket.gethostname()
-    for _ in range(2):
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            try:
-                with open(path, encoding="utf-8") as f:
-                    holder = json.load(f)
-            except (OSError, ValueError):
-                holder = {}
-            pid, holder_host = holder.get("pid"), holder.get("host")
-            if isinstance(pid, int) and (holder_host != host or _pid_alive(pid)):
-                raise PipelineError(
-                    f"{config.output_dir} is being written by another run (pid {pid} on "
-                    f"{holder_host}, lock file {path}); wait for it to finish, or stop it and "
-                    "rerun to resume") from None
-            print(f"{path}: taking over the lock of a run that is gone "
-                  f"(pid {pid} on {holder_host})", file=sys.stderr)
-            os.remove(path)
-            continue
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"pid": os.getpid(), "host": host}, f)
-        return
-    raise PipelineError(f"could not take the lock {path}")
+    """Takes `<output_dir>/[task-...-].lock` (the shared lock of every writer,
+    `bert_keras.common.outputs.acquire_lock`), so that a second run into the same directory
+    stops with a message instead of deleting the first's work files; a lock left by a run that
+    was killed (its process is gone) is taken over."""
+    acquire_lock(lock_path(config), config.output_dir, PipelineError)
 
 
 def _release_lock(config):
-    try:
-        os.remove(lock_path(config))
-    except FileNotFoundError:
-        pass
+    release_lock(lock_path(config))
 
 
 def _auto_block_bytes(files):

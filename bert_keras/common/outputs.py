@@ -1,0 +1,332 @@
+"""What every tool that writes a directory shares, so that no run loses a user's data:
+
+- `check_not_over_inputs`: the output is never one of the inputs, nor a folder that holds one
+  (checked before any work, naming both flags);
+- `check_no_foreign_files`: an output directory that holds a model or another tool's outputs
+  is refused, not overwritten;
+- `output_lock`: one run at a time writes a directory (the lock names the holder's pid; a lock
+  left by a killed run is taken over);
+- `recording_outputs` and `remove_recorded_outputs`: the tool lists what it wrote in a manifest
+  (`bert_keras_outputs.json`) kept in the directory, and `--start_over` removes those files,
+  and nothing else.
+
+Example:
+
+>>> import tempfile
+>>> out = tempfile.mkdtemp()
+>>> write_text_atomic(os.path.join(out, "notes.txt"), "mine")
+>>> with output_lock(out), recording_outputs(out, "example"):
+...     write_text_atomic(os.path.join(out, "logs", "train.txt"), "loss 1.0")
+>>> recorded_outputs(out)
+['logs/train.txt']
+>>> remove_recorded_outputs(out, "example"), sorted(os.listdir(out))
+(['logs/train.txt'], ['notes.txt'])
+>>> check_not_over_inputs(out, "output_dir", [("init_model_dir", out)])
+Traceback (most recent call last):
+bert_keras.common.outputs.OutputOverInputError: --output_dir=... is --init_model_dir=...: ...
+"""
+
+import contextlib
+import json
+import os
+import socket
+import sys
+
+from bert_keras.common.errors import BertKerasError
+from bert_keras.common.files import write_json_atomic, write_text_atomic
+
+MANIFEST_NAME = "bert_keras_outputs.json"
+LOCK_NAME = "bert_keras.lock"
+# Files of a model directory (bert_keras's and Hugging Face's) and of a TensorFlow checkpoint:
+# an output directory that holds one of these, not written there by the same tool, is refused.
+MODEL_FILES = ("bert_config.json", "config.json", "model.safetensors", "vocab.txt",
+               "task_config.json", "pytorch_model.bin", "tf_model.h5", "saved_model.pb",
+               "checkpoints", "checkpoint")
+
+
+class OutputOverInputError(BertKerasError):
+    """An output that would write over an input, or over files another writer left."""
+
+
+class OutputInUseError(BertKerasError):
+    """An output directory that another running process is writing."""
+
+
+def _real(path):
+    return os.path.realpath(os.path.abspath(os.fspath(path)))
+
+
+def _inside(path, directory):
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def _paths(value):
+    if value is None or value == "":
+        return []
+    if isinstance(value, (str, os.PathLike)):
+        return [value]
+    return [path for path in value if path]
+
+
+def check_not_over_inputs(output, output_flag, inputs, writes=None):
+    """Refuses (`OutputOverInputError`, naming both flags) an output that is one of the inputs,
+    or an output directory that holds one: the tool would write over it.
+
+    Args:
+      output: the output file or directory.
+      output_flag: its flag, e.g. "output_dir".
+      inputs: [(flag, path or list of paths)]; empty values and `scheme://` paths are skipped.
+      writes: the names (relative to `output`) the tool writes in it, when it writes only those:
+        an input inside `output` is then refused only when it lies under one of them and is not
+        a file the tool recorded there itself (`recorded_outputs`). None: the tool may write
+        anywhere in `output` (it replaces the directory), so any input inside it is refused.
+    """
+    if not output or "://" in str(output):
+        return
+    out = _real(output)
+    own = set(recorded_outputs(output)) if writes is not None else set()
+    for flag, value in inputs:
+        for path in _paths(value):
+            if "://" in str(path):
+                continue
+            source = _real(path)
+            if source == out:
+                raise OutputOverInputError(
+                    f"--{output_flag}={output} is --{flag}={path}: writing there would replace "
+                    f"the input; choose another --{output_flag}")
+            if not _inside(source, out):
+                continue
+            relative = os.path.relpath(source, out)
+            if writes is not None and (relative.replace(os.sep, "/") in own or not any(
+                    _inside(source, os.path.join(out, name)) for name in writes)):
+                continue
+            raise OutputOverInputError(
+                f"--{output_flag}={output} holds --{flag}={path}: writing there would replace "
+                f"the input; choose another --{output_flag} (a new or empty directory)")
+
+
+def check_no_foreign_files(output, output_flag, tool, names=MODEL_FILES):
+    """Refuses an output directory that holds any of `names` not written there by `tool` (a
+    pre-trained model's files, another run's), or the outputs of another tool (its manifest)."""
+    if not output or "://" in str(output) or not os.path.isdir(output):
+        return
+    manifest = _read_manifest(output)
+    if manifest is not None and manifest.get("tool") not in (None, tool):
+        raise OutputOverInputError(
+            f"--{output_flag}={output} holds the outputs of {manifest['tool']} ({MANIFEST_NAME}); "
+            f"{tool} would write over them: choose another --{output_flag}")
+    own = set((manifest or {}).get("files", ()))
+    for name in names:
+        path = os.path.join(output, name)
+        if not os.path.lexists(path):
+            continue
+        if os.path.isdir(path):
+            theirs = [os.path.join(name, entry) for entry in _files(path)
+                      if os.path.join(name, entry).replace(os.sep, "/") not in own]
+        else:
+            theirs = [] if name in own else [name]
+        if theirs:
+            raise OutputOverInputError(
+                f"--{output_flag}={output} holds {theirs[0]} that {tool} did not write there (a "
+                f"pre-trained model's or another run's files); writing there would replace them: "
+                f"choose another --{output_flag} (a new or empty directory)")
+
+
+# ------------------------------------------------------------------------------- the lock
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def acquire_lock(path, what, error=OutputInUseError):
+    """Takes the lock file `path` (the pid and host of this process) for `what` (e.g. the
+    directory it guards): a second writer stops with `error` naming the lock and its holder; a
+    lock left by a process that is gone (killed) is taken over."""
+    host = socket.gethostname()
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                with open(path, encoding="utf-8") as f:
+                    holder = json.load(f)
+            except (OSError, ValueError):
+                holder = {}
+            pid, holder_host = holder.get("pid"), holder.get("host")
+            if isinstance(pid, int) and (holder_host != host or _pid_alive(pid)):
+                raise error(
+                    f"{what} is being written by another run (pid {pid} on {holder_host}, lock "
+                    f"file {path}); wait for it to finish, or stop it and rerun to resume") from None
+            print(f"{path}: taking over the lock of a run that is gone "
+                  f"(pid {pid} on {holder_host})", file=sys.stderr)
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"pid": os.getpid(), "host": host}, f)
+        return
+    raise error(f"could not take the lock {path}")
+
+
+def release_lock(path):
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
+
+
+@contextlib.contextmanager
+def output_lock(directory, name=LOCK_NAME):
+    """Holds `directory/name` while the block runs (creating `directory`); a lock this process
+    already holds is held again without a second file (a tool run inside another, as the main
+    job's stages). `scheme://` directories are not locked."""
+    if "://" in str(directory):
+        yield
+        return
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, name)
+    key = _real(path)
+    if key in _HELD:
+        yield
+        return
+    acquire_lock(path, directory)
+    _HELD.add(key)
+    try:
+        yield
+    finally:
+        _HELD.discard(key)
+        release_lock(path)
+
+
+_HELD = set()
+
+
+# ---------------------------------------------------------------------------- the manifest
+def _files(directory):
+    """The files under `directory`, relative, with "/" separators (the manifest and lock files
+    left out)."""
+    found = []
+    for folder, dirs, names in os.walk(directory):
+        dirs.sort()
+        for name in sorted(names):
+            if name in (MANIFEST_NAME, LOCK_NAME) or name.endswith(".lock"):
+                continue
+            found.append(os.path.relpath(os.path.join(folder, name), directory)
+                         .replace(os.sep, "/"))
+    return found
+
+
+def _folders(directory):
+    return [os.path.relpath(os.path.join(folder, name), directory).replace(os.sep, "/")
+            for folder, dirs, _ in os.walk(directory) for name in dirs]
+
+
+def _read_manifest(directory):
+    path = os.path.join(directory, MANIFEST_NAME)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except ValueError as error:
+        raise OutputOverInputError(f"{path}: not a manifest of bert_keras ({error}); remove it "
+                                   "if it is not yours") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files", []), list):
+        raise OutputOverInputError(f"{path}: not a manifest of bert_keras")
+    return manifest
+
+
+def _write_manifest(directory, manifest):
+    write_json_atomic(os.path.join(directory, MANIFEST_NAME), manifest, sort_keys=True)
+
+
+def recorded_outputs(directory):
+    """The files (relative paths, "/" separators) the manifest of `directory` lists."""
+    if not directory or "://" in str(directory) or not os.path.isdir(directory):
+        return []
+    manifest = _read_manifest(directory) or {}
+    return sorted(manifest.get("files", []))
+
+
+def _claim_new(manifest, directory):
+    """Adds to `manifest` the files and folders new since the run it records started (a run that
+    was killed before it could list them)."""
+    running = manifest.pop("running", None)
+    if not running:
+        return
+    before_files, before_folders = set(running.get("files", ())), set(running.get("folders", ()))
+    manifest["files"] = sorted(set(manifest.get("files", ()))
+                               | (set(_files(directory)) - before_files))
+    manifest["folders"] = sorted(set(manifest.get("folders", ()))
+                                 | (set(_folders(directory)) - before_folders))
+
+
+@contextlib.contextmanager
+def recording_outputs(directory, tool):
+    """Lists in `directory`'s manifest every file and folder that appears there while the block
+    runs: they are `tool`'s (take `output_lock` first). What was there before is not listed;
+    if the process is killed, the next run lists what this one wrote before it takes over."""
+    if "://" in str(directory):
+        yield
+        return
+    os.makedirs(directory, exist_ok=True)
+    manifest = _read_manifest(directory) or {"tool": tool, "files": [], "folders": []}
+    _claim_new(manifest, directory)
+    manifest["tool"] = manifest.get("tool") or tool
+    manifest["running"] = {"pid": os.getpid(), "files": _files(directory),
+                           "folders": _folders(directory)}
+    _write_manifest(directory, manifest)
+    try:
+        yield
+    finally:
+        if os.path.isdir(directory):
+            _claim_new(manifest, directory)
+            _write_manifest(directory, manifest)
+
+
+def record_outputs(directory, tool, names):
+    """Lists `names` (relative to `directory`, written by `tool`) in its manifest."""
+    manifest = _read_manifest(directory) or {"tool": tool, "files": [], "folders": []}
+    manifest["files"] = sorted(set(manifest.get("files", ()))
+                               | {name.replace(os.sep, "/") for name in names})
+    _write_manifest(directory, manifest)
+
+
+def remove_recorded_outputs(directory, tool, fallback=()):
+    """`--start_over`: removes the files `directory`'s manifest lists (those `tool` wrote), the
+    folders it created once they are empty, and the manifest; nothing else. Without a manifest
+    (a directory written before there was one), the names in `fallback` that are files.
+    Returns the relative paths of the files removed."""
+    if not directory or not os.path.isdir(directory):
+        return []
+    manifest = _read_manifest(directory)
+    if manifest is None:
+        names = [name for name in fallback if os.path.isfile(os.path.join(directory, name))]
+        manifest = {"files": names, "folders": []}
+    elif manifest.get("tool") not in (None, tool):
+        raise OutputOverInputError(f"{directory} holds the outputs of {manifest['tool']} "
+                                   f"({MANIFEST_NAME}), not of {tool}: --start_over removes only "
+                                   f"{tool}'s; choose another output directory")
+    _claim_new(manifest, directory)
+    removed = []
+    for name in manifest.get("files", ()):
+        path = os.path.join(directory, *name.split("/"))
+        if os.path.isfile(path) or os.path.islink(path):
+            os.remove(path)
+            removed.append(name)
+    for name in sorted(manifest.get("folders", ()), key=lambda name: -name.count("/")):
+        path = os.path.join(directory, *name.split("/"))
+        if os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path):
+            os.rmdir(path)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(directory, MANIFEST_NAME))
+    return removed
+
+
+__all__ = ["MANIFEST_NAME", "LOCK_NAME", "MODEL_FILES", "OutputOverInputError", "OutputInUseError",
+           "check_not_over_inputs", "check_no_foreign_files", "acquire_lock", "release_lock",
+           "output_lock", "recorded_outputs", "recording_outputs", "record_outputs",
+           "remove_recorded_outputs"]
