@@ -353,7 +353,11 @@ def build_encoder_module(config, weights, dtype="float32", with_mlm=None, source
 
 def save_module(module, export_dir):
     """Writes `module` (an exportable whose `signatures()` gives {name: concrete function}) as
-    a SavedModel; returns `export_dir`. The one writer of every export's SavedModel."""
+    a SavedModel; returns `export_dir`. The one writer of every export's SavedModel; it first
+    removes what killed exports into the same place left (`leftovers`)."""
+    from bert_keras.export.leftovers import remove_stale_temporaries
+
+    remove_stale_temporaries(export_dir)
     with tracing_as_saved():
         signatures = module.signatures()
     tf.saved_model.save(module, export_dir, signatures=signatures, options=SAVE_OPTIONS)

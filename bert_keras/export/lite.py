@@ -41,6 +41,7 @@ array(['1'], dtype=object)
 import json
 import os
 import shutil
+import threading
 
 import numpy as np
 
@@ -86,12 +87,15 @@ def export_lite_from_model_dir(model_dir, export_dir, seq_length=None, dtype="fl
     from bert_keras.model.layers.unpadding import unpadded_inference
     from bert_keras.modeldir.model_dir import ModelDir
 
+    from bert_keras.export.leftovers import remove_stale_temporaries
+
+    remove_stale_temporaries(export_dir)
     model_dir = ModelDir.of(model_dir)
     task_config = model_dir.task_config
     if dtype not in LITE_DTYPES:
         raise LiteExportError(f"--dtype: a lite export is one of {LITE_DTYPES}, got {dtype!r}")
     lite_config = {"lower_case": model_dir.do_lower_case, "dtype": dtype,
-                   **model_dir.vocab.special_ids()}
+                   "vocab_size": int(model_dir.config.vocab_size), **model_dir.vocab.special_ids()}
     if task_config is None:
         model, _ = _encoder(model_dir)
         lite_config.update(kind="encoder", outputs=["pooled_output", "sequence_output"],
@@ -211,15 +215,29 @@ class _Runner:
     re-plans every call)."""
 
     def __init__(self, path, output_names, num_threads):
-        self._interpreter = _interpreter_class()(model_path=path, num_threads=num_threads)
-        signature = self._interpreter.get_signature_runner("serving_default")
+        if not os.path.isfile(path):
+            raise LiteExportError(f"{path}: missing; a lite export holds {', '.join(LITE_ENTRIES)} "
+                                  "(tools/export_savedmodel.py --kind=lite writes them)")
+        try:
+            self._interpreter = _interpreter_class()(model_path=path, num_threads=num_threads)
+            signature = self._interpreter.get_signature_runner("serving_default")
+        except (ValueError, RuntimeError) as error:  # the interpreter names no file
+            raise LiteExportError(f"{path}: not a readable TensorFlow Lite model ({error}); the "
+                                  "file is truncated or damaged: export it again") from error
         # The converter names the outputs output_0, output_1, ... in the order of their
         # sorted names (the order TensorFlow flattens a dict in).
         names = {f"output_{index}": name for index, name in enumerate(sorted(output_names))}
-        self._inputs = {name: detail["index"]
-                        for name, detail in signature.get_input_details().items()}
-        self._outputs = {names[key]: detail["index"]
-                         for key, detail in signature.get_output_details().items()}
+        inputs, outputs = signature.get_input_details(), signature.get_output_details()
+        if sorted(inputs) != sorted(INPUT_NAMES) or sorted(outputs) != sorted(names):
+            raise LiteExportError(f"{path}: its signature takes {sorted(inputs)} and gives "
+                                  f"{len(outputs)} outputs; {LITE_CONFIG_NAME} beside it expects "
+                                  f"{sorted(INPUT_NAMES)} and {sorted(output_names)}: the two "
+                                  "files are of different exports")
+        self._inputs = {name: detail["index"] for name, detail in inputs.items()}
+        self._outputs = {names[key]: detail["index"] for key, detail in outputs.items()}
+        # {output name: its shape, -1 where it varies (batch, length)}: an empty batch's shape.
+        self.output_shapes = {names[key]: [int(size) for size in detail["shape_signature"]]
+                              for key, detail in outputs.items()}
         self._shape = None
 
     def __call__(self, features):
@@ -236,6 +254,71 @@ class _Runner:
         return {name: interpreter.get_tensor(index) for name, index in self._outputs.items()}
 
 
+# The fields of lite_config.json a served export needs ("vocab_size" only from exports that
+# record it), and the types of their values.
+_CONFIG_FIELDS = {"kind": str, "seq_length": int, "lower_case": bool, "outputs": list,
+                  "start_of_sequence_id": int, "end_of_segment_id": int, "padding_id": int}
+
+
+def read_lite_config(export_dir):
+    """The dict of `export_dir`'s lite_config.json; `LiteExportError` naming the file when it is
+    missing, not JSON (a truncated copy) or lacks a field."""
+    path = os.path.join(export_dir, LITE_CONFIG_NAME)
+    if not os.path.isfile(path):
+        raise LiteExportError(f"{export_dir}: no {LITE_CONFIG_NAME}; not a lite export "
+                              "(tools/export_savedmodel.py --kind=lite writes one)")
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise LiteExportError(f"{path}: not valid JSON ({error}); the file is truncated or "
+                              "damaged: export it again") from None
+    if not isinstance(config, dict):
+        raise LiteExportError(f"{path}: holds a {type(config).__name__}, not a JSON object")
+    for name, kind in _CONFIG_FIELDS.items():
+        if not isinstance(config.get(name), kind):
+            raise LiteExportError(f"{path}: field {name!r} missing or not a "
+                                  f"{kind.__name__} ({config.get(name)!r}); export it again")
+    if config["kind"] == "classification" and not isinstance(config.get("label_names"), list):
+        raise LiteExportError(f"{path}: a classifier's label_names are missing")
+    return config
+
+
+def _check_vocabulary(export_dir, config):
+    """The vocabulary against the model: a vocab.txt of another size than the model's table
+    would serve wrong ids without a word."""
+    from bert_keras.text.vocab import Vocabulary
+
+    path = os.path.join(export_dir, LITE_VOCAB_NAME)
+    size = len(Vocabulary.from_file(path).tokens)
+    expected = config.get("vocab_size")
+    if expected is not None and size != expected:
+        raise LiteExportError(f"{path}: {size} tokens, but the model was trained with a "
+                              f"vocabulary of {expected} ({LITE_CONFIG_NAME}'s vocab_size); "
+                              "this is not the export's vocab.txt")
+    for name in ("start_of_sequence_id", "end_of_segment_id", "padding_id", "unknown_id"):
+        if name in config and not 0 <= config[name] < size:
+            raise LiteExportError(f"{path}: {size} tokens, but {LITE_CONFIG_NAME}'s {name} is "
+                                  f"{config[name]}; this is not the export's vocab.txt")
+
+
+def _texts(value, name):
+    """A list of str from one text (str or UTF-8 bytes) or a sequence of them; `TypeError`
+    for anything else (a dict would otherwise be read as its keys, a number as a text)."""
+    if isinstance(value, (str, bytes)):
+        return [value]
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name}: expected a str or a list of str (one text per row), got "
+                        f"{type(value).__name__}")
+    for index, text in enumerate(value):
+        if not isinstance(text, (str, bytes)):
+            raise TypeError(f"{name}[{index}]: expected a str (one text per row), got "
+                            f"{type(text).__name__}")
+    return list(value)
+
+
 class LiteModel:
     """A lite export, served from raw text (see the module docstring).
 
@@ -243,40 +326,55 @@ class LiteModel:
       export_dir: a directory written by `export_from_model_dir("lite", ...)`.
       num_threads: the interpreter's threads (default: the machine's cores).
 
+    Loading checks the export: `LiteExportError` naming the file when lite_config.json or
+    model.tflite is truncated or damaged, or when vocab.txt is not the model's vocabulary (its
+    size against lite_config.json's `vocab_size`, recorded by exports since it was added, and
+    the special ids).
+
     Call with `text_a` (a list of str, or one str) and, for sentence pairs, `text_b` of the
-    same length; returns a dict of NumPy arrays with one row per text:
+    same length; anything else (a dict, a number, nested lists) is a `TypeError`. Returns a
+    dict of NumPy arrays with one row per text, an empty batch included:
 
     - a fine-tuned classifier: `logits`, `probabilities` float32 [batch, labels], `label_id`
       int32 [batch], `label_name` object (str) [batch]; regression: `score` float32 [batch];
     - an encoder: `pooled_output` float32 [batch, hidden], `sequence_output` float32
       [batch, longest, hidden] (zeros at padding), and the packed `input_mask`.
 
-    `features(text_a, text_b)` gives the packed int32 inputs alone. One `LiteModel` serves one
-    call at a time (its interpreter holds the call's tensors): give each serving thread its own.
+    `features(text_a, text_b)` gives the packed int32 inputs alone.
+
+    Threads: one `LiteModel` may be shared by any number of threads. A TensorFlow Lite
+    interpreter holds the tensors of the call it runs, so calls take turns on it (a lock);
+    for calls in parallel, give each thread its own `LiteModel` (each holds a copy of the
+    model, e.g. `num_threads=1` each).
     """
 
     def __init__(self, export_dir, num_threads=None):
         self.export_dir = os.fspath(export_dir)
-        path = os.path.join(self.export_dir, LITE_CONFIG_NAME)
-        if not os.path.exists(path):
-            raise LiteExportError(f"{self.export_dir}: no {LITE_CONFIG_NAME}; not a lite export "
-                                  "(tools/export_savedmodel.py --kind=lite writes one)")
-        with open(path, encoding="utf-8") as f:
-            self.config = json.load(f)
+        if not os.path.isdir(self.export_dir):
+            raise LiteExportError(f"{self.export_dir}: no such directory")
+        self.config = read_lite_config(self.export_dir)
         self.kind = self.config["kind"]
         self.seq_length = int(self.config["seq_length"])
-        self.tokenizer = PythonBertTokenizer(os.path.join(self.export_dir, LITE_VOCAB_NAME),
-                                             self.config["lower_case"])
+        vocab_path = os.path.join(self.export_dir, LITE_VOCAB_NAME)
+        if not os.path.isfile(vocab_path):
+            raise LiteExportError(f"{vocab_path}: missing; a lite export holds "
+                                  f"{', '.join(LITE_ENTRIES)}")
+        try:
+            self.tokenizer = PythonBertTokenizer(vocab_path, self.config["lower_case"])
+        except (ValueError, UnicodeDecodeError) as error:
+            raise LiteExportError(f"{vocab_path}: not a vocabulary ({error})") from None
+        _check_vocabulary(self.export_dir, self.config)
         self._runner = _Runner(os.path.join(self.export_dir, LITE_MODEL_NAME),
                                self.config["outputs"], int(num_threads or os.cpu_count() or 1))
+        self._lock = threading.Lock()
 
     def features(self, text_a, text_b=None):
         """The packed inputs: int32 [batch, longest] `input_word_ids`, `input_mask`,
         `input_type_ids`, as fine-tuning and the SavedModel exports pack them."""
-        text_a = [text_a] if isinstance(text_a, (str, bytes)) else list(text_a)
+        text_a = _texts(text_a, "text_a")
         pair = self.config.get("text_pair")
         if text_b is not None:
-            text_b = [text_b] if isinstance(text_b, (str, bytes)) else list(text_b)
+            text_b = _texts(text_b, "text_b")
             if pair is False:
                 raise LiteExportError(f"{self.export_dir}: this task takes one text; got text_b")
             if len(text_b) != len(text_a):
@@ -300,7 +398,8 @@ class LiteModel:
         features = self.features(text_a, text_b)
         if not len(features["input_word_ids"]):
             return self._empty()
-        outputs = self._runner(features)
+        with self._lock:  # the interpreter's tensors belong to one call at a time
+            outputs = self._runner(features)
         if self.kind == "encoder":
             return {"pooled_output": outputs["pooled_output"],
                     "sequence_output": outputs["sequence_output"] * features["input_mask"][:, :, None],
@@ -315,17 +414,20 @@ class LiteModel:
                 "label_name": np.array(self.config["label_names"], object)[label_id]}
 
     def _empty(self):
+        """The outputs of no text: each of its shape with 0 rows (and length 0)."""
+        def zeros(name):
+            return np.zeros([max(size, 0) for size in self._runner.output_shapes[name]],
+                            np.float32)
+
         if self.kind == "encoder":
-            return {"pooled_output": np.zeros([0, 0], np.float32),
-                    "sequence_output": np.zeros([0, 0, 0], np.float32),
+            return {"pooled_output": zeros("pooled_output"),
+                    "sequence_output": zeros("sequence_output"),
                     "input_mask": np.zeros([0, 0], np.int32)}
         if self.kind == "regression":
             return {"score": np.zeros([0], np.float32)}
-        labels = len(self.config["label_names"])
-        return {"logits": np.zeros([0, labels], np.float32),
-                "probabilities": np.zeros([0, labels], np.float32),
+        return {"logits": zeros("logits"), "probabilities": zeros("logits"),
                 "label_id": np.zeros([0], np.int32), "label_name": np.zeros([0], object)}
 
 
-__all__ = ["LiteModel", "LiteExportError", "export_lite_from_model_dir", "LITE_DTYPES",
+__all__ = ["LiteModel", "LiteExportError", "export_lite_from_model_dir", "read_lite_config", "LITE_DTYPES",
            "LITE_MODEL_NAME", "LITE_CONFIG_NAME"]
