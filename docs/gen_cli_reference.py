@@ -22,8 +22,10 @@ HEADER = """\
 Every flag below is a field of an options dataclass (`bert_keras.common.cli.option`): its
 default and help come from there, and `bert-keras SUB --help` prints the same. A boolean flag
 `--name` is turned off with `--noname`. Bad input stops a command with `bert-keras SUB: error:
-...` and exit status 2; a failure of the command itself prints `internal error` with the path of
-a log file holding the traceback, and exit status 1.
+...` and exit status 2; a failure of the machine, not of the input (a full disk, a permission
+denied, a read-only file system), prints the same kind of message and exits with status 3; a
+failure of the command itself prints `internal error` with the path of a log file holding the
+traceback, and exit status 1.
 """
 
 

@@ -187,6 +187,19 @@ def expand_files(patterns, flag="input_files"):
 
 BAD_INPUT = 2  # exit status for bad input (a flag, a file, a setting the user can fix)
 INTERNAL_ERROR = 1  # exit status for a failure of the tool itself (its traceback is logged)
+# Exit status for a failure of the machine, not of the input: a full disk, a permission denied,
+# a read-only file system (the same command succeeds once that is fixed).
+ENVIRONMENT_FAILURE = 3
+_ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EACCES, errno.EPERM, errno.EROFS, errno.EDQUOT}
+_ENVIRONMENT_HINTS = {errno.ENOSPC: "the disk is full: free some space and run again",
+                      errno.EDQUOT: "the disk quota is exceeded: free some space and run again",
+                      errno.EROFS: "the file system is read-only: write somewhere else",
+                      errno.EACCES: "permission denied: write somewhere else or change the "
+                                    "permissions",
+                      errno.EPERM: "operation not permitted: write somewhere else or change "
+                                   "the permissions"}
+# TensorFlow's errors (classes named as in `tf.errors`) that mean the same.
+_ENVIRONMENT_TF_ERRORS = ("PermissionDeniedError", "ResourceExhaustedError")
 
 
 def _internal_error_log(tool):
@@ -201,9 +214,11 @@ def _internal_error_log(tool):
 def report_errors(tool, main):
     """Runs `main()` and returns its exit status, with one error policy for every tool.
 
-    Bad input (`BertKerasError`, ValueError, a missing or unwritable file, a TensorFlow data
-    error) is printed as `tool: error: message`, without a traceback, and gives exit status 2
-    (`BAD_INPUT`). Anything else is a failure of the tool itself: one line
+    Bad input (`BertKerasError`, ValueError, a missing file, a TensorFlow data error) is
+    printed as `tool: error: message`, without a traceback, and gives exit status 2
+    (`BAD_INPUT`). A failure of the machine (a full disk, a permission denied, a read-only
+    file system: the input is fine) is printed the same way, with what to do, and gives exit
+    status 3 (`ENVIRONMENT_FAILURE`). Anything else is a failure of the tool itself: one line
     `tool: internal error: ...` naming a log file that holds the traceback, and exit status 1
     (`INTERNAL_ERROR`).
 
@@ -224,15 +239,19 @@ def report_errors(tool, main):
             message = f"{error.filename}: {error.strerror or message}"
         elif isinstance(error, OSError) and error.strerror and message.startswith("[Errno"):
             message = error.strerror
-        if isinstance(error, OSError) and error.errno == errno.ENOSPC:
-            message += " (the disk is full: free some space and run again)"
+        if isinstance(error, OSError) and error.errno in _ENVIRONMENT_ERRNOS:
+            print(f"{tool}: error: {message} ({_ENVIRONMENT_HINTS[error.errno]})",
+                  file=sys.stderr)
+            return ENVIRONMENT_FAILURE
         print(f"{tool}: error: {message}", file=sys.stderr)
         return BAD_INPUT
     except Exception as error:  # noqa: BLE001 (the policy: every failure gets a message)
-        # TensorFlow's OpError (not imported here: it loads TensorFlow) is bad input too.
+        # TensorFlow's OpError (not imported here: it loads TensorFlow) is bad input too, or
+        # a failure of the machine.
         if type(error).__module__.startswith("tensorflow") and hasattr(error, "message"):
             print(f"{tool}: error: {error.message}", file=sys.stderr)
-            return BAD_INPUT
+            return (ENVIRONMENT_FAILURE if type(error).__name__ in _ENVIRONMENT_TF_ERRORS
+                    else BAD_INPUT)
         import traceback
 
         text = traceback.format_exc()
@@ -274,11 +293,13 @@ def _parse_flags(tool):
 
 def run_tool(tool, main):
     """The `if __name__ == "__main__"` of a tool: parses the flags (absl) and exits with
-    `report_errors(tool, main)`: 0, `BAD_INPUT` (2) or `INTERNAL_ERROR` (1)."""
+    `report_errors(tool, main)`: 0, `BAD_INPUT` (2), `ENVIRONMENT_FAILURE` (3) or
+    `INTERNAL_ERROR` (1)."""
     from absl import app
 
     app.run(lambda argv: sys.exit(report_errors(tool, main)), flags_parser=_parse_flags(tool))
 
 
 __all__ = ["option", "do_lower_case_option", "input_encoding_option", "start_over_option", "max_seq_length_option", "seed_option", "options_of", "define_flags", "flag_values_of", "options_from_flags",
-           "expand_files", "report_errors", "run_tool", "BAD_INPUT", "INTERNAL_ERROR"]
+           "expand_files", "report_errors", "run_tool", "BAD_INPUT", "INTERNAL_ERROR",
+           "ENVIRONMENT_FAILURE"]

@@ -52,7 +52,7 @@ def test_a_full_disk_names_the_file_being_written(capsys, tmp_path):
             f.write("[PAD]\n")
             raise OSError(errno.ENOSPC, "No space left on device")  # as a failed write raises
 
-    assert cli.report_errors("build_vocab", main) == cli.BAD_INPUT
+    assert cli.report_errors("build_vocab", main) == cli.ENVIRONMENT_FAILURE == 3
     err = capsys.readouterr().err
     assert err == (f"build_vocab: error: {target}: No space left on device (the disk is full: "
                    "free some space and run again)\n")
