@@ -106,12 +106,19 @@ class BertConfig:
             if not match or int(match.group(1)) not in _GRID_LAYERS or int(match.group(2)) not in _GRID_HIDDEN:
                 raise ConfigError(
                     f"unknown preset {name!r}; use one of {sorted(_NAMED_PRESETS)} or L{{2,4,6,8,10,12}}_"
-                    f"H{{128,256,512,768}}")
+                    f"H{{128,256,512,768}}, or a path to a bert_config.json")
             layers, hidden = int(match.group(1)), int(match.group(2))
         values = dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=hidden // 64,
                       intermediate_size=4 * hidden)
         values.update(overrides)
         return cls(**values)
+
+    @staticmethod
+    def is_preset(name):
+        """Whether `name` is a preset's name (`from_preset`)."""
+        match = re.fullmatch(r"L(\d+)_H(\d+)", str(name))
+        return str(name) in _NAMED_PRESETS or bool(
+            match and int(match.group(1)) in _GRID_LAYERS and int(match.group(2)) in _GRID_HIDDEN)
 
     @staticmethod
     def preset_names():
@@ -167,6 +174,47 @@ class BertConfig:
         """Writes the original `bert_config.json` layout, atomically."""
         text = json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
         write_text_atomic(path, text)
+
+
+def resolve_model_size(value, flag="preset", warn=True):
+    """What a `--preset` value names: ("preset", name) or ("file", path).
+
+    Names before paths: a preset's name is the preset even when a file or folder of that name
+    is in the working directory (a warning names both); a value is a path when it looks like
+    one (it has a path separator or ends in `.json`), or when it names an existing file and no
+    preset.
+
+    >>> resolve_model_size("tiny"), resolve_model_size("runs/bert_config.json")
+    (('preset', 'tiny'), ('file', 'runs/bert_config.json'))
+    """
+    value = os.fspath(value)
+    looks_like_path = (os.sep in value or "/" in value or (os.altsep or "/") in value
+                       or value.endswith(".json"))
+    if looks_like_path:
+        return "file", value
+    if BertConfig.is_preset(value):
+        if warn and os.path.exists(value):
+            import logging  # pylint: disable=import-outside-toplevel
+
+            logging.getLogger("bert_keras").warning(
+                "--%s=%s is the %s preset; the %s %s in the working directory is not read (pass "
+                "--%s=%s to use it)", flag, value, value,
+                "folder" if os.path.isdir(value) else "file", os.path.abspath(value), flag,
+                os.path.join(".", value))
+        return "preset", value
+    if os.path.isfile(value):
+        return "file", value
+    return "preset", value
+
+
+def config_from_size(value, vocab_size=None, flag="preset"):
+    """The `BertConfig` a `--preset` value names (`resolve_model_size`): a preset, with
+    `vocab_size` when given, or a config file."""
+    kind, value = resolve_model_size(value, flag)
+    if kind == "file":
+        return BertConfig.from_json_file(value)
+    return BertConfig.from_preset(value, **({} if vocab_size is None else
+                                            {"vocab_size": vocab_size}))
 
 
 def _read_json(path):

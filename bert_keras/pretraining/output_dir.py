@@ -13,7 +13,7 @@ from absl import logging
 
 from bert_keras.common.files import describe_changes, remove_entries, write_json_atomic
 from bert_keras.model import checkpoint_names
-from bert_keras.model.config import BertConfig, ConfigError
+from bert_keras.model.config import BertConfig, ConfigError, resolve_model_size
 from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.modeldir.model_dir import ModelDir
 from bert_keras.pretraining.options import PretrainingError
@@ -80,7 +80,7 @@ def _read_model_setup(options):
     if isinstance(options.config, BertConfig):
         config = options.config
         vocab.check_size(config.vocab_size)
-    elif str(options.config).endswith(".json") or os.path.exists(str(options.config)):
+    elif resolve_model_size(options.config)[0] == "file":
         config = BertConfig.from_json_file(options.config)
         vocab.check_size(config.vocab_size, options.config)
     else:
@@ -105,7 +105,7 @@ def check_sequence_length(options, config):
                               model_dir_lib.CONFIG_NAME)
     elif isinstance(options.config, BertConfig):
         source = "the given config"
-    elif str(options.config).endswith(".json") or os.path.exists(str(options.config)):
+    elif resolve_model_size(options.config, warn=False)[0] == "file":
         source = str(options.config)
     else:
         source = f"the {options.config} preset"
