@@ -257,11 +257,13 @@ def _claim_new(manifest, directory):
     running = manifest.pop("running", None)
     if not running:
         return
-    before_files, before_folders = set(running.get("files", ())), set(running.get("folders", ()))
-    manifest["files"] = sorted(set(manifest.get("files", ()))
-                               | (set(_files(directory)) - before_files))
-    manifest["folders"] = sorted(set(manifest.get("folders", ()))
-                                 | (set(_folders(directory)) - before_folders))
+    # A listed file that is gone (removed by --start_over) is no longer the tool's: a file of
+    # the user's may take its name.
+    files, folders = set(_files(directory)), set(_folders(directory))
+    manifest["files"] = sorted((set(manifest.get("files", ())) & files)
+                               | (files - set(running.get("files", ()))))
+    manifest["folders"] = sorted((set(manifest.get("folders", ())) & folders)
+                                 | (folders - set(running.get("folders", ()))))
 
 
 @contextlib.contextmanager

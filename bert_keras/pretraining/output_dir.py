@@ -4,6 +4,7 @@ the policy for `output_dir`: resume the latest checkpoint when `checkpoints/run.
 is the same run, refuse to overwrite anything else.
 """
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -11,6 +12,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
+from bert_keras.common import outputs
 from bert_keras.common.files import describe_changes, remove_entries, write_json_atomic
 from bert_keras.model import checkpoint_names
 from bert_keras.model.config import BertConfig, ConfigError, resolve_model_size
@@ -113,17 +115,56 @@ def check_sequence_length(options, config):
                                    ConfigError)
 
 
-def write_run_files(options, setup):
-    """What a training run writes before its first step: the model directory's config and
-    vocabulary, `checkpoints/run.json` (what a rerun must share to resume) and
-    `pretraining_options.json`."""
+def write_run_files(options, setup, step=0):
+    """What a training run writes before its first step (`step`: where it starts, > 0 when it
+    resumes): the model directory's config and vocabulary, `checkpoints/run.json` (what a rerun
+    must share to resume) and `pretraining_options.json` (`options_record`)."""
     write_model_files(options, setup)
     checkpoints = os.path.join(options.output_dir, CHECKPOINTS_DIR)
     os.makedirs(checkpoints, exist_ok=True)
     write_json_atomic(os.path.join(checkpoints, RUN_FILE), run_record(options, setup.config),
                       sort_keys=True, default=str)
-    write_json_atomic(os.path.join(options.output_dir, model_dir_lib.PRETRAINING_OPTIONS_NAME),
-                      options.to_json_dict(), sort_keys=True, default=str)
+    path = os.path.join(options.output_dir, model_dir_lib.PRETRAINING_OPTIONS_NAME)
+    earlier = None
+    if step and tf.io.gfile.exists(path):
+        with tf.io.gfile.GFile(path) as f:
+            earlier = json.load(f)
+    write_json_atomic(path, options_record(options, earlier, step), sort_keys=True, default=str)
+
+
+# Options that say where or how a run goes, not what it trains: a resume may change them freely.
+_NOT_SETTINGS = ("start_over", "mode", "stretches")
+
+
+def options_record(options, earlier=None, step=0):
+    """The contents of `pretraining_options.json`: the options of the latest stretch of the run
+    at the top, and `stretches`, [{"from_step", "options"}], what each stretch used. A resume
+    (from `step`, with `earlier` the file's contents) whose settings differ from the last
+    stretch's starts a new stretch and says so (a warning naming each change); one with the same
+    settings continues the stretch.
+
+    >>> from bert_keras.pretraining.options import PretrainingOptions
+    >>> first = options_record(PretrainingOptions(output_dir="out", learning_rate=1e-3))
+    >>> second = options_record(PretrainingOptions(output_dir="out", learning_rate=2e-3), first, 100)
+    >>> [(stretch["from_step"], stretch["options"]["learning_rate"])
+    ...  for stretch in second["stretches"]]
+    [(0, 0.001), (100, 0.002)]
+    """
+    current = json.loads(json.dumps(options.to_json_dict(), default=str))
+    settings = {name: value for name, value in current.items() if name not in _NOT_SETTINGS}
+    stretches = []
+    if earlier:
+        stretches = earlier.get("stretches") or [
+            {"from_step": 0, "options": {name: value for name, value in earlier.items()
+                                         if name not in _NOT_SETTINGS}}]
+        changes = describe_changes(stretches[-1]["options"], settings, "before", "now")
+        if changes:
+            logging.warning("%s: resuming at step %d with other settings (%s); "
+                            "pretraining_options.json records each stretch of the run",
+                            options.output_dir, step, changes)
+        else:
+            return dict(current, stretches=stretches)
+    return dict(current, stretches=stretches + [{"from_step": int(step), "options": settings}])
 
 
 def inference_weights(options, setup, latest):
@@ -143,10 +184,48 @@ def inference_weights(options, setup, latest):
                            "model and no init_model_dir was given")
 
 
+TOOL = "run_pretraining"
+# What an earlier run of this tool left, where it kept no manifest (before there was one).
+_LEGACY_OUTPUTS = ("checkpoints/ckpt-*", "checkpoints/checkpoint", f"checkpoints/{RUN_FILE}",
+                   "logs/*/events.out.tfevents.*")
+
+
 def remove_earlier_run(output_dir):
-    """--start_over: removes an earlier run's checkpoints, logs and model files from
-    `output_dir` (`RUN_OUTPUTS`, nothing else); returns the names removed."""
-    return remove_entries(output_dir, RUN_OUTPUTS)
+    """--start_over: removes the files an earlier run wrote in `output_dir` (those its manifest
+    lists, `bert_keras.common.outputs`), nothing else: a file of the user's under
+    `checkpoints/` or `logs/` stays. Returns the names removed."""
+    if "://" in str(output_dir):
+        return remove_entries(output_dir, RUN_OUTPUTS)
+    import glob  # pylint: disable=import-outside-toplevel
+
+    legacy = [name for name in RUN_OUTPUTS if "." in name] + [
+        os.path.relpath(path, output_dir) for pattern in _LEGACY_OUTPUTS
+        for path in glob.glob(os.path.join(glob.escape(output_dir), pattern))]
+    return outputs.remove_recorded_outputs(output_dir, TOOL, fallback=legacy)
+
+
+def check_inputs(options):
+    """Refuses an output directory that is, or would write over, one of the run's inputs
+    (`init_model_dir`, the vocabulary, the config file), naming both flags."""
+    config = options.config
+    config_file = (config if isinstance(config, (str, os.PathLike))
+                   and resolve_model_size(config, warn=False)[0] == "file" else None)
+    outputs.check_not_over_inputs(
+        options.output_dir, "output_dir",
+        [("init_model_dir", options.init_model_dir), ("vocab_file", options.vocab_file),
+         ("preset", config_file)], writes=RUN_OUTPUTS)
+
+
+@contextlib.contextmanager
+def claimed_output_dir(options, is_chief=True):
+    """Holds the lock of `output_dir` and records what the block writes there in its manifest
+    (on the chief: the other workers of a multi-worker run write nothing there)."""
+    if not is_chief:
+        yield
+        return
+    with outputs.output_lock(options.output_dir), outputs.recording_outputs(options.output_dir,
+                                                                           TOOL):
+        yield
 
 
 def run_record(options, config):
@@ -242,5 +321,6 @@ def _describe_difference(name, old, new):
 
 __all__ = ["CHECKPOINTS_DIR", "RUN_FILE", "EVAL_RESULTS_FILE", "RUN_OUTPUTS", "write_model_files",
            "check_sequence_length", "write_run_files", "inference_weights",
-           "remove_earlier_run", "resolve_model_setup", "check_output_dir", "run_record",
+           "remove_earlier_run", "resolve_model_setup", "check_inputs", "claimed_output_dir",
+           "options_record", "TOOL", "check_output_dir", "run_record",
            "saved_run_record", "check_checkpoint_config"]

@@ -51,7 +51,8 @@ from bert_keras.pretraining.losses import SUM_NAMES, metrics_from_sums
 from bert_keras.pretraining.options import (MODES, NonFiniteLossError, PretrainingError,
                                             PretrainingOptions)
 from bert_keras.pretraining.output_dir import (CHECKPOINTS_DIR, EVAL_RESULTS_FILE,
-                                               check_output_dir, check_sequence_length,
+                                               check_inputs, check_output_dir,
+                                               check_sequence_length, claimed_output_dir,
                                                inference_weights, remove_earlier_run,
                                                resolve_model_setup, write_model_files,
                                                write_run_files)
@@ -81,7 +82,13 @@ def train(options, strategy=None):
 
     `strategy`: a `tf.distribute` strategy for the TensorFlow engine (default: `--strategy`)."""
     options.validate()
+    check_inputs(options)
     engine = engine_class()(options, "train", strategy)
+    with claimed_output_dir(options, engine.is_chief):  # the lock, the manifest
+        return _train(options, engine)
+
+
+def _train(options, engine):
     if options.start_over and engine.is_chief:
         removed = remove_earlier_run(options.output_dir)
         if removed:
@@ -103,7 +110,7 @@ def train(options, strategy=None):
                                f"{options.init_model_dir}/{model_dir_lib.WEIGHTS_NAME}")
         logging.info("initialized from %s", options.init_model_dir)
     if engine.is_chief:
-        write_run_files(options, setup)
+        write_run_files(options, setup, engine.step)
 
     start, total = engine.step, options.num_train_steps
     if start >= total:
@@ -201,6 +208,11 @@ def evaluate(options, strategy=None):
     """
     options.validate()
     engine = engine_class()(options, "eval", strategy)
+    with claimed_output_dir(options, engine.is_chief):
+        return _evaluate(options, engine)
+
+
+def _evaluate(options, engine):
     _resolve_precision(options, engine.strategy, engine.loss_scaling)
     setup = resolve_model_setup(options)
     files, kind = inputs.prepare_records(options)
@@ -240,6 +252,11 @@ def _write_eval_results(options, results, source):
 def export_model_dir(options, strategy=None):
     """Writes the model directory of `output_dir` from its latest checkpoint (e.g. after a stop)."""
     engine = engine_class()(options, "export", strategy)
+    with claimed_output_dir(options, engine.is_chief):
+        return _export_model_dir(options, engine)
+
+
+def _export_model_dir(options, engine):
     _resolve_precision(options, engine.strategy, engine.loss_scaling)
     setup = resolve_model_setup(options)
     latest = engine.latest_checkpoint(options.output_dir)
