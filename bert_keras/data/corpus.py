@@ -31,15 +31,24 @@ Example:
 """
 
 import dataclasses
+import logging
 import os
 import re
 
 from bert_keras.common.errors import BertKerasError
 
+logger = logging.getLogger("bert_keras.data")
+
 INPUT_FORMATS = ("sentences", "paragraphs")
 UTF8_ERRORS = ("replace", "skip")
 
 _TITLE = re.compile(r"^\s*=\s+(?!=)(.*?)(?<!=)\s+=\s*$")
+# A line this long is not a sentence (nor a paragraph): a file without line breaks, or its
+# breaks in another form. The original tool reads a 1 MB line as one sentence, and one
+# document of one sentence gives almost no instances.
+LONG_LINE_BYTES = 100_000
+# Sentence ends inside a line: ". It", "? The" (what a paragraph per line shows).
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]?\s+[\"'(\[]?[A-Z]")
 _HEADING = re.compile(r"^\s*=(\s+=)*\s+.*?\s+=(\s+=)*\s*$")
 
 
@@ -223,12 +232,13 @@ def check_corpus_files(files, input_format, sniff_bytes=4 << 20, min_documents=2
     encoding = check_encoding(encoding)
     if not files:
         raise CorpusError("no input files")
-    for path in files:
+    for path in unique_files(files):
         if os.path.isdir(path):
             raise CorpusError(f"{path}: a directory, not a text file")
         lines = invalid = text_lines = 0
         first_invalid = None
         read = 0
+        shape = _Shape()
         with open(path, "rb") as f:
             problem = _not_text(f.read(8), path)
             if problem:
@@ -247,6 +257,7 @@ def check_corpus_files(files, input_format, sniff_bytes=4 << 20, min_documents=2
                     first_invalid = first_invalid or lines
                     text = ""
                 text_lines += bool(text.strip().removeprefix("\ufeff"))
+                shape.add(raw, text.strip(), lines)
                 if read >= sniff_bytes:
                     break
         if invalid > max(1, lines // 100):
@@ -257,6 +268,8 @@ def check_corpus_files(files, input_format, sniff_bytes=4 << 20, min_documents=2
                               f"{first_invalid} is the first); {hint}")
         if not text_lines:
             raise CorpusError(f"{path}: empty (no text)")
+        for message in shape.warnings(path, input_format, encoding):
+            logger.warning("%s", message)
     if min_documents <= 1:
         return
     documents = 0
@@ -268,6 +281,119 @@ def check_corpus_files(files, input_format, sniff_bytes=4 << 20, min_documents=2
         f"{', '.join(files)}: one document in all, with no document breaks ({input_format} "
         f"input expects {_DOCUMENT_BREAKS[input_format]}); the next-sentence task needs at least "
         "two documents")
+
+
+class _Shape:
+    """What the first lines of a file show about its encoding and its format: the warnings of
+    `check_corpus_files` (a file is read the way it was asked to be; these say when that way
+    looks wrong)."""
+
+    def __init__(self):
+        self.non_ascii_utf8 = None  # (line number, text) of a valid UTF-8 line with non-ASCII
+        self.not_utf8 = False
+        self.long_line = None  # (line number, bytes)
+        self.documents = self.paragraph_documents = self.titles = 0
+        self._document_lines = 0
+        self._document_sentences = 0
+
+    def add(self, raw, text, number):
+        if not raw.isascii():
+            try:
+                decoded = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                self.not_utf8 = True
+            else:
+                self.non_ascii_utf8 = self.non_ascii_utf8 or (number, decoded.strip())
+        if len(raw) >= LONG_LINE_BYTES and self.long_line is None:
+            self.long_line = (number, len(raw))
+        if not text:  # a blank line: the end of a document in the sentences format
+            self._close()
+            return
+        if text.startswith("=") and _TITLE.match(text):
+            self.titles += 1
+        self._document_lines += 1
+        self._document_sentences += len(_SENTENCE_END.findall(text)) + 1
+
+    def _close(self):
+        if self._document_lines:
+            self.documents += 1
+            # One line of several sentences between blank lines: a paragraph, not a sentence.
+            self.paragraph_documents += (self._document_lines == 1
+                                         and self._document_sentences >= 3)
+        self._document_lines = self._document_sentences = 0
+
+    def warnings(self, path, input_format, encoding):
+        self._close()
+        found = []
+        if not encoding.startswith("utf-8") and self.non_ascii_utf8 and not self.not_utf8:
+            number, text = self.non_ascii_utf8
+            word = next((w for w in text.split() if not w.isascii()), text)[:40]
+            found.append(
+                f"{path}: --input_encoding={encoding}, but the file is valid UTF-8 with non-ASCII "
+                f"text (line {number}: {word!r}, read as {encoding}: "
+                f"{word.encode('utf-8').decode(encoding, errors='replace')!r}); if the file is "
+                "UTF-8, drop --input_encoding")
+        if self.long_line:
+            number, size = self.long_line
+            unit = "sentence" if input_format == "sentences" else "paragraph"
+            found.append(
+                f"{path}, line {number}: {size:,} bytes on one line; --input_format={input_format} "
+                f"reads a line as one {unit}, so the text around it makes few instances (is the "
+                "file without line breaks, or split some other way?)")
+        if input_format == "sentences" and self.documents >= 5 and (
+                self.paragraph_documents * 2 >= self.documents or self.titles >= 2):
+            found.append(
+                f"{path}: looks like one paragraph per line, not one sentence per line "
+                f"({self.paragraph_documents} of its first {self.documents} documents are a single "
+                f"line of several sentences, {self.titles} ' = Title = ' lines); "
+                "--input_format=sentences reads each such line as one sentence and each as a "
+                "document: pass --input_format=paragraphs (WikiText's format)")
+        return found
+
+
+def unique_files(files):
+    """`files` without repeats of one file (the same path twice, or two paths of one file, as
+    `--input_files='a.txt,a*.txt'` gives), each warned about; the order of first appearance."""
+    unique, seen = [], {}
+    for path in files:
+        try:
+            key = (os.stat(path).st_dev, os.stat(path).st_ino)
+        except OSError:
+            key = os.path.abspath(path)
+        if key in seen:
+            logger.warning("%s is %s, matched twice in the input files: read once",
+                           path, "the same path" if path == seen[key] else f"the same file as {seen[key]}")
+            continue
+        seen[key] = path
+        unique.append(path)
+    return unique
+
+
+def check_heldout_files(heldout_files, training_files):
+    """Warns (and returns the names) when held-out files are training files: a held-out figure
+    measured on the training text says nothing about held-out text."""
+    training = {}
+    for path in training_files:
+        try:
+            training[(os.stat(path).st_dev, os.stat(path).st_ino)] = path
+        except OSError:
+            continue
+    shared = []
+    for path in heldout_files:
+        try:
+            key = (os.stat(path).st_dev, os.stat(path).st_ino)
+        except OSError:
+            continue
+        if key in training:
+            shared.append(path)
+    if shared:
+        every = len(shared) == len(list(heldout_files))
+        logger.warning("--heldout_files: %s %s also in --input_files: the held-out figures "
+                       "would be measured on training text; give held-out text the model does "
+                       "not train on", ", ".join(shared),
+                       "are all" if every and len(shared) > 1 else "is" if len(shared) == 1
+                       else "are")
+    return shared
 
 
 def iter_blocks(files, input_format, block_bytes, utf8_errors="replace", stats=None,

@@ -142,8 +142,9 @@ def _check_config(config):
 
 
 def task_files(config):
-    """This task's input files: every `num_tasks`-th of the sorted list, from `task_index`."""
-    return sorted(config.input_files)[config.task_index::config.num_tasks]
+    """This task's input files: every `num_tasks`-th of the sorted list, from `task_index`
+    (a file matched twice counts once, with a warning)."""
+    return corpus.unique_files(sorted(config.input_files))[config.task_index::config.num_tasks]
 
 
 def _file_digest(path):
