@@ -11,6 +11,11 @@
 
 Everything the training step touches must be created under `strategy.scope()`.
 
+On the Keras JAX backend there is no `tf.distribute` strategy: `initialize_processes` joins the
+processes of one run (one per host of a TPU pod slice or GPU node) through
+`keras.distribution.initialize`, and `keras_data_parallel` spreads each batch over the devices
+of every process.
+
 Example:
 
 >>> from bert_keras.distribution import resolve_strategy
@@ -25,6 +30,11 @@ import os
 from absl import logging
 
 from bert_keras.common.errors import BertKerasError
+
+# Keras' variables for a multi-process run (`keras.distribution.initialize` reads them).
+PROCESS_VARIABLES = ("KERAS_DISTRIBUTION_JOB_ADDRESSES", "KERAS_DISTRIBUTION_NUM_PROCESSES",
+                     "KERAS_DISTRIBUTION_PROCESS_ID")
+AUTO = "auto"  # --coordinator_address=auto: JAX's own detection (Cloud TPU, Slurm, Open MPI)
 
 STRATEGY_NAMES = ("auto", "tpu", "gpu", "multi_worker", "mirrored", "cpu")
 
@@ -53,6 +63,87 @@ def split_cpu(num_devices):
         raise StrategyError(
             f"cannot split the CPU into {num_devices} devices: TensorFlow is already initialized "
             f"({error}); do it at the start of the program") from error
+
+
+def process_cluster(coordinator_address=None, num_processes=0, process_id=-1, environ=None):
+    """How this process joins a multi-process run on the JAX backend, without joining it:
+    None (one process), "auto" (JAX's own detection: Cloud TPU pod slices, Slurm, Open MPI),
+    or (coordinator address, number of processes, this process's id).
+
+    The flags win; what they leave out comes from Keras' `KERAS_DISTRIBUTION_*` variables.
+
+    >>> process_cluster(environ={}) is None
+    True
+    >>> process_cluster("10.0.0.1:1234", 4, 2, environ={})
+    ('10.0.0.1:1234', 4, 2)
+    >>> process_cluster(environ={"KERAS_DISTRIBUTION_JOB_ADDRESSES": "10.0.0.1:1234,10.0.0.2:1234",
+    ...                          "KERAS_DISTRIBUTION_NUM_PROCESSES": "2",
+    ...                          "KERAS_DISTRIBUTION_PROCESS_ID": "1"})
+    ('10.0.0.1:1234', 2, 1)
+    >>> process_cluster("auto", environ={})
+    'auto'
+    """
+    environ = os.environ if environ is None else environ
+    if coordinator_address == AUTO:
+        return AUTO
+    address = coordinator_address or environ.get(PROCESS_VARIABLES[0]) or None
+    count = num_processes or int(environ.get(PROCESS_VARIABLES[1]) or 0)
+    if address and "," in address and not count:
+        count = len(address.split(","))  # Keras' variable may list every process
+    index = process_id if process_id is not None and process_id >= 0 else int(
+        environ.get(PROCESS_VARIABLES[2]) or -1)
+    if address is None and count <= 1 and index < 0:
+        return None
+    if count == 1 and index <= 0:
+        return None
+    missing = [name for name, value, variable in (
+        ("--coordinator_address", address, PROCESS_VARIABLES[0]),
+        ("--num_processes", count, PROCESS_VARIABLES[1]),
+        ("--process_id", index >= 0, PROCESS_VARIABLES[2])) if not value]
+    if missing:
+        raise StrategyError(
+            "a multi-process run needs the coordinator's address, the number of processes and "
+            f"this process's id; missing: {', '.join(missing)} (or Keras' "
+            f"{', '.join(PROCESS_VARIABLES)}); on a Cloud TPU pod slice, Slurm or Open MPI "
+            f"--coordinator_address={AUTO} lets JAX find them")
+    address = address.split(",")[0]  # Keras' variable lists every process; JAX wants process 0
+    if not 0 <= index < count:
+        raise StrategyError(f"--process_id={index} must be in [0, {count}) (--num_processes)")
+    return address, count, index
+
+
+def initialize_processes(coordinator_address=None, num_processes=0, process_id=-1):
+    """Joins this process to a multi-process run on the Keras JAX backend (`process_cluster`):
+    `keras.distribution.initialize` with the CPU collectives of JAX (gloo) on. Must run before
+    any other JAX call; does nothing on another backend, for one process, or once joined.
+    Returns (number of processes, this process's index).
+
+    >>> initialize_processes()  # one process
+    (1, 0)
+    """
+    import keras
+
+    if keras.backend.backend() != "jax":
+        return 1, 0
+    import jax
+
+    cluster = process_cluster(coordinator_address, num_processes, process_id)
+    if cluster is not None and not jax.distributed.is_initialized():
+        try:
+            # CPUs (tests, CPU clusters) talk over gloo; accelerators use their own collectives.
+            jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        except (AttributeError, ValueError):  # a JAX without the option: its default
+            pass
+        if cluster == AUTO:
+            keras.distribution.initialize()
+        else:
+            address, count, index = cluster
+            keras.distribution.initialize(address, count, index)
+        logging.info("process %d of %d, %d of %d devices here", jax.process_index(),
+                     jax.process_count(), jax.local_device_count(), jax.device_count())
+    if not jax.distributed.is_initialized():
+        return 1, 0
+    return jax.process_count(), jax.process_index()
 
 
 def tpu_is_likely_reachable(environ=None, device_paths=_TPU_VM_DEVICES):
@@ -146,11 +237,14 @@ def accelerator(strategy=None):
 
 
 def keras_data_parallel(batch_sizes):
-    """On a Keras backend other than TensorFlow with several local devices (the chips of a
-    TPU v5e-8, the GPUs of a machine): `keras.distribution.DataParallel` over all of them, each
-    batch split among the devices; None on TensorFlow (its strategies do this) and on one
-    device. `batch_sizes` is {flag name: global batch size}; each must divide among the
-    devices, or the error names the flag.
+    """On a Keras backend other than TensorFlow with several devices (the chips of a TPU v5e-8,
+    the GPUs of a machine, and in a multi-process run those of every process):
+    `keras.distribution.DataParallel` over all of them, each batch split among the devices;
+    None on TensorFlow (its strategies do this) and on one device. `batch_sizes` is {flag name:
+    global batch size}; each must divide among the devices, or the error names the flag.
+
+    Each process feeds its own share of the batch from its own record files, so Keras' sharding
+    of a `tf.data` stream among processes is off (it would read every record on every host).
 
     >>> keras_data_parallel({"train_batch_size": 32}) is None  # TensorFlow, or one device
     True
@@ -167,7 +261,7 @@ def keras_data_parallel(batch_sizes):
             raise StrategyError(f"--{flag}={size} must be a multiple of the {len(devices)} "
                                 f"devices it is split over ({devices[0]}, ...)")
     logging.info("data parallel over %d devices: %s", len(devices), ", ".join(devices))
-    return keras.distribution.DataParallel(devices=devices)
+    return keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False)
 
 
 def keras_scope(data_parallel):
@@ -269,6 +363,7 @@ def tpu_option():
     return option(None, "TPU address for TPUClusterResolver ('local' on a TPU VM or Colab).")
 
 
-__all__ = ["strategy_option", "tpu_option", "STRATEGY_NAMES", "StrategyError", "accelerator", "keras_data_parallel", "keras_scope", "resolve_strategy", "choose_strategy_kind",
+__all__ = ["strategy_option", "tpu_option", "process_cluster",
+           "initialize_processes", "PROCESS_VARIABLES", "STRATEGY_NAMES", "StrategyError", "accelerator", "keras_data_parallel", "keras_scope", "resolve_strategy", "choose_strategy_kind",
            "split_cpu", "tpu_is_likely_reachable", "tf_config_cluster_size", "is_tpu_strategy",
            "is_chief", "task_id"]

@@ -38,6 +38,7 @@ class Engine:
     loss_scaling = True  # whether float16 training (which needs loss scaling) is supported
     is_chief = True  # whether this process writes the output directory
     replicas = 1  # replicas the global batch is divided among by `train` (beyond data parallel)
+    processes = 1  # processes of one run that each read their own share of the record files
     strategy = None  # the `tf.distribute` strategy, for the device's precision
 
     @staticmethod
@@ -71,6 +72,15 @@ class Engine:
         batches into the record stream. Returns the last metrics (floats); raises
         `LossNotFinite`."""
         raise NotImplementedError
+
+    def check_same_checkpoint(self, latest):
+        """Refuses a run whose processes would resume from different checkpoints (`latest`
+        here: a path or None), e.g. an output directory that is not one storage shared by all.
+        Nothing to check for one process (the TensorFlow engine's workers read the chief's
+        checkpoints through `tf.train.Checkpoint`)."""
+
+    def barrier(self, name):
+        """Waits until every process of the run has reached the barrier `name`."""
 
     def batch_sums(self, records):
         """Yields, for each evaluation batch of `records` (as in `train`, read once), the

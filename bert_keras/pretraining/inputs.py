@@ -249,6 +249,40 @@ def make_dataset_fn(files, kind, max_seq_length, max_predictions_per_seq, global
     return dataset_fn
 
 
+def check_files_divide(files, num_processes):
+    """Refuses record files whose number does not divide by the processes of a multi-process
+    run: each process reads its own files (`make_dataset_fn` with one input pipeline a process),
+    and uneven shares would give the processes different amounts of data, so that one runs out
+    or waits for the others.
+
+    >>> check_files_divide(["a", "b", "c", "d"], 2)
+    >>> try:
+    ...     check_files_divide(["a", "b", "c"], 2)
+    ... except RecordsError as error:
+    ...     print(str(error)[:60])
+    3 record files (a, b, c) do not divide among 2 processes: ea
+    """
+    if num_processes > 1 and len(files) % num_processes:
+        shown = ", ".join(files[:4]) + (", ..." if len(files) > 4 else "")
+        raise RecordsError(
+            f"{len(files)} record files ({shown}) do not divide among {num_processes} "
+            f"processes: each process reads its own files, so their number must be a multiple "
+            f"of {num_processes}; write the records as a multiple of {num_processes} shards "
+            "(create_pretraining_data --num_output_shards) or run as many processes as divide "
+            f"{len(files)}")
+
+
+def process_input_context(num_processes, process_id):
+    """The `tf.distribute.InputContext` of one process of a multi-process run (None for one
+    process): one input pipeline a process, reading every `num_processes`-th file from
+    `process_id` and batching its share of the global batch."""
+    if num_processes <= 1:
+        return None
+    return tf.distribute.InputContext(num_input_pipelines=num_processes,
+                                      input_pipeline_id=process_id,
+                                      num_replicas_in_sync=num_processes)
+
+
 def read_records(file_pattern, batch_size, max_seq_length, max_predictions_per_seq,
                  targets=TargetOptions()):
     """Every record of `file_pattern` once, as dicts of NumPy arrays of up to `batch_size` rows.
@@ -302,4 +336,5 @@ def prepare_records(options):
 
 __all__ = ["MASKED", "UNMASKED", "TargetOptions", "target_options", "prepare_records", "RecordsError", "expand_file_pattern",
            "check_record_files", "scan_record_files", "find_corrupt_files", "corrupt_files_message",
-           "raise_corrupt_files", "make_targets", "make_dataset_fn", "read_records"]
+           "raise_corrupt_files", "make_targets", "make_dataset_fn", "read_records",
+           "check_files_divide", "process_input_context"]

@@ -15,8 +15,15 @@ of `pretraining.step`, and so:
   micro-batches of `train_batch_size / N` and averages their gradients, each micro-batch's MLM
   loss normalized by its own prediction weight (the TensorFlow engine normalizes by the whole
   batch's: the same when every record has the same number of predictions).
-- data parallelism over all local devices with `keras.distribution.DataParallel` (the chips of
-  a TPU v5e-8, the GPUs of a machine); one device trains alone.
+- data parallelism over all devices with `keras.distribution.DataParallel` (the chips of a TPU
+  v5e-8, the GPUs of a machine); one device trains alone.
+- several processes (the hosts of a TPU pod slice, GPU nodes) train one model when
+  `--coordinator_address`/`--num_processes`/`--process_id` or Keras' `KERAS_DISTRIBUTION_*`
+  variables say so (`distribution.initialize_processes`): each process reads its own record
+  files (every `num_processes`-th, from its id) and feeds its share of every global batch, the
+  mesh spans every process's devices, process 0 alone writes checkpoints, logs and the model
+  directory (on storage every process reads: a shared file system or `gs://`), and every
+  process resumes from the same checkpoint. Evaluation and export run in one process.
 - float16 loss scaling is not here (bfloat16 is: TPUs and recent GPUs compute it).
 
 `tests/pretraining/test_backends.py` checks that a run on JAX takes the TensorFlow engine's
@@ -35,7 +42,7 @@ from keras import ops
 from bert_keras import distribution, optimization
 from bert_keras.common.files import atomic_path
 from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
-from bert_keras.pretraining import losses
+from bert_keras.pretraining import inputs, losses
 from bert_keras.pretraining.engine import Engine, LossNotFinite
 from bert_keras.pretraining.options import PretrainingError
 from bert_keras.pretraining.output_dir import CHECKPOINTS_DIR
@@ -198,9 +205,10 @@ class _Checkpoints(keras.callbacks.Callback):
     newest `keep_checkpoint_max`, stops at a loss that is not finite, and logs the metrics
     (TensorBoard in logs/train, and a line every `log_steps` without a terminal)."""
 
-    def __init__(self, options, start, micro_batches):
+    def __init__(self, options, start, micro_batches, is_chief=True):
         super().__init__()
         self.options, self.start, self.micro_batches = options, start, micro_batches
+        self.is_chief = is_chief  # the process that writes (the others only take the steps)
         self.saved = start
         self.logged = start
         self.began = time.time()
@@ -208,7 +216,8 @@ class _Checkpoints(keras.callbacks.Callback):
 
         self.tf = tf
         self.writer = tf.summary.create_file_writer(
-            os.path.join(options.output_dir, "logs", "train"))
+            os.path.join(options.output_dir, "logs", "train")) if is_chief \
+            else tf.summary.create_noop_writer()
         self.console = options.verbose and not (sys.stdout.isatty() or "ipykernel" in sys.modules)
 
     def on_train_batch_end(self, batch, logs=None):
@@ -228,9 +237,11 @@ class _Checkpoints(keras.callbacks.Callback):
             self.log(step, logs)
 
     def save(self, step):
+        self.saved = step
+        if not self.is_chief:
+            return
         path = checkpoint_path(self.options.output_dir, step)
         save_checkpoint(self.model, path)  # `self.model` brings JAX's state back into variables
-        self.saved = step
         for _, old in checkpoints(self.options.output_dir)[:-self.options.keep_checkpoint_max]:
             os.remove(old)
         logging.info("step %d: saved %s", step, path)
@@ -286,6 +297,12 @@ class KerasEngine(Engine):
     def __init__(self, options, purpose, strategy=None):
         del strategy  # the backend holds the devices
         self.options, self.purpose = options, purpose
+        if purpose == "train":  # evaluation and export run in one process
+            self.processes, process_id = distribution.initialize_processes(
+                options.coordinator_address, options.num_processes, options.process_id)
+            self.process_id, self.is_chief = process_id, process_id == 0
+        else:
+            self.process_id = 0
         self.data_parallel = None
         self.trainer = self.variable_map = None
         self.restored_step = 0
@@ -332,10 +349,13 @@ class KerasEngine(Engine):
         accumulation = options.gradient_accumulation_steps
         total = options.num_train_steps
         dataset = records(options.train_batch_size // accumulation,
-                          start_step=start * accumulation)(None)
-        logging.info("pre-training on the Keras %s backend with fit: steps %d to %d of %d%s",
+                          start_step=start * accumulation)(
+            inputs.process_input_context(self.processes, self.process_id))
+        logging.info("pre-training on the Keras %s backend with fit: steps %d to %d of %d%s%s",
                      keras.backend.backend(), start, total, options.train_batch_size,
-                     f" ({accumulation} micro-batches)" if accumulation > 1 else "")
+                     f" ({accumulation} micro-batches)" if accumulation > 1 else "",
+                     f", process {self.process_id} of {self.processes} feeding "
+                     f"{options.train_batch_size // self.processes}" if self.processes > 1 else "")
         # One iterator of the records, as the TensorFlow engine has: given the dataset itself,
         # Keras on JAX makes a first iterator to build the model, and the shuffle of the next
         # one moves on.
@@ -346,13 +366,35 @@ class KerasEngine(Engine):
             history = trainer.fit(
                 ((batch,) for batch in stream), epochs=1, shuffle=False,
                 steps_per_epoch=(total - start) * accumulation,
-                callbacks=[_Checkpoints(options, start, accumulation)],
+                callbacks=[_Checkpoints(options, start, accumulation, self.is_chief)],
                 verbose=1 if options.verbose and tty else 0)
         elapsed = max(time.time() - began, 1e-9)
         metrics = {name: float(values[-1]) for name, values in history.history.items()}
         metrics.update(examples_per_second=(total - start) * options.train_batch_size / elapsed,
                        learning_rate=float(trainer.optimizer.learning_rate))
         return metrics
+
+    def check_same_checkpoint(self, latest):
+        if self.processes == 1:
+            return
+        from jax.experimental import multihost_utils
+
+        step = -1 if latest is None else checkpoint_step(latest)
+        steps = [int(s) for s in multihost_utils.process_allgather(np.int64(step))]
+        if len(set(steps)) > 1:
+            seen = ", ".join(f"process {index}: " + (f"ckpt-{s}" if s >= 0 else "none")
+                             for index, s in enumerate(steps))
+            raise PretrainingError(
+                f"the processes of this run see different latest checkpoints in "
+                f"{os.path.join(self.options.output_dir, CHECKPOINTS_DIR)} ({seen}): "
+                "--output_dir must be one storage that every process reads and process 0 "
+                "writes (a shared file system, or gs://...)")
+
+    def barrier(self, name):
+        if self.processes > 1:
+            from jax.experimental import multihost_utils
+
+            multihost_utils.sync_global_devices(name)
 
     def batch_sums(self, records):
         dataset = records(self.options.eval_batch_size,

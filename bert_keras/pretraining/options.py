@@ -71,6 +71,16 @@ class PretrainingOptions:
                        "checkpoint.", choices=MODES)
     strategy: str = distribution.strategy_option()
     tpu: str = distribution.tpu_option()
+    coordinator_address: str = option(
+        None, "JAX backend, several processes (one per TPU host or GPU node): host:port of "
+        "process 0, the same in every process; 'auto': JAX finds it (Cloud TPU pod slice, "
+        "Slurm, Open MPI). Default: KERAS_DISTRIBUTION_JOB_ADDRESSES, else one process.")
+    num_processes: int = option(0, "Processes of a multi-process run on the JAX backend (0: "
+                                "KERAS_DISTRIBUTION_NUM_PROCESSES, or one). Each reads its share "
+                                "of --input_files: their number must divide by it.")
+    process_id: int = option(-1, "This process's index in a multi-process run on the JAX "
+                             "backend, 0 to num_processes - 1; process 0 writes the output "
+                             "directory (-1: KERAS_DISTRIBUTION_PROCESS_ID).")
     train_batch_size: int = option(32, "Global batch size (all replicas together).")
     eval_batch_size: int = option(32, "Global batch size for --mode=eval.")
     max_seq_length: int = cli.max_seq_length_option(128, "Sequence length of the records.")

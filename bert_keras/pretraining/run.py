@@ -94,12 +94,15 @@ def _train(options, engine):
         if removed:
             logging.info("--start_over: removed %s from %s", ", ".join(removed),
                          options.output_dir)
+    engine.barrier("start over")  # no process looks for checkpoints before they are gone
     _resolve_precision(options, engine.strategy, engine.loss_scaling)
     _check_batch(options, engine.replicas)
     setup = resolve_model_setup(options)
     check_sequence_length(options, setup.config)
     latest = _checkpoint_to_resume(options, setup, engine)
+    engine.check_same_checkpoint(latest)
     files, kind = inputs.prepare_records(options)
+    inputs.check_files_divide(files, engine.processes)
 
     keras.utils.set_random_seed(options.seed)
     engine.build(setup.config)
