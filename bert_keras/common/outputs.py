@@ -115,6 +115,8 @@ def check_no_foreign_files(output, output_flag, tool, names=MODEL_FILES):
         raise OutputOverInputError(
             f"--{output_flag}={output} holds the outputs of {manifest['tool']} ({MANIFEST_NAME}); "
             f"{tool} would write over them: choose another --{output_flag}")
+    if manifest is not None:
+        _claim_new(manifest, output)  # what a killed run of the tool wrote is the tool's too
     own = set((manifest or {}).get("files", ()))
     for name in names:
         path = os.path.join(output, name)

@@ -27,6 +27,7 @@ The same steps by hand, with any Keras workflow in between:
 ...           steps_per_epoch=steps // 3)  # doctest: +SKIP
 """
 
+import contextlib
 import dataclasses
 import importlib.util
 import json
@@ -41,7 +42,8 @@ import numpy as np
 from bert_keras import distribution, optimization
 from bert_keras.common import cli
 from bert_keras.common.cli import option
-from bert_keras.common.files import write_text_atomic
+from bert_keras.common import outputs
+from bert_keras.common.files import describe_changes, write_json_atomic, write_text_atomic
 from bert_keras.finetuning.task import FinetuningOptions, get_task
 from bert_keras.finetuning.task_models import TASK_PREFIX, save_task_model_dir, task_weight_map
 from bert_keras.finetuning.tasks.common import DataFormatError
@@ -53,6 +55,15 @@ logger = logging.getLogger("bert_keras.finetuning.run")
 
 EVAL_RESULTS_NAME = "eval_results.json"
 CHECKPOINT_DIR = "checkpoints"
+TOOL = "run_finetuning"
+# What a run writes in its output directory: an input may lie elsewhere in it.
+RUN_OUTPUTS = ("bert_config.json", "vocab.txt", "tokenizer_config.json", "model.safetensors",
+               "task_config.json", EVAL_RESULTS_NAME, "predictions", "logs", CHECKPOINT_DIR)
+# The settings of an interrupted run, beside its checkpoint: a rerun must share them to resume.
+RUN_SETTINGS_NAME = "run.json"
+# What `keras.callbacks.BackupAndRestore` writes in the checkpoint folder, with the settings.
+_CHECKPOINT_FILES = ("latest.weights.h5", "latest.weights.h5.bkp", "training_metadata.json",
+                     "training_metadata.json.bkp", RUN_SETTINGS_NAME)
 
 
 
@@ -221,6 +232,41 @@ def _tensorboard(output_dir):
     return [keras.callbacks.TensorBoard(log_dir=os.path.join(output_dir, "logs"))]
 
 
+def check_output_dir(output_dir, init_model_dir, data_dir):
+    """Refuses, before any work, an `output_dir` that is (or holds) the run's inputs, or holds a
+    model or another run's files this tool did not write there (naming both flags)."""
+    outputs.check_not_over_inputs(output_dir, "output_dir",
+                                  [("init_model_dir", getattr(init_model_dir, "path",
+                                                              init_model_dir)),
+                                   ("data_dir", data_dir)], writes=RUN_OUTPUTS)
+    outputs.check_no_foreign_files(output_dir, "output_dir", TOOL)
+
+
+def _check_resume(checkpoints, settings):
+    """Refuses to resume the interrupted run in `checkpoints` with other settings (its epochs
+    would be mixed with this run's); records `settings` for the next rerun."""
+    path = os.path.join(checkpoints, RUN_SETTINGS_NAME)
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            earlier = json.load(f)
+        changes = describe_changes(earlier, settings, "there", "now")
+        if changes:
+            raise ValueError(
+                f"{checkpoints} holds an interrupted run with other settings ({changes}); rerun "
+                f"with its settings to resume it, or remove {checkpoints} to start again")
+    write_json_atomic(path, settings, sort_keys=True)
+
+
+def _remove_checkpoints(checkpoints, names):
+    """Removes the files of an interrupted run's checkpoint (`names`, the run's own), and the
+    folder once empty: a file of the user's there stays."""
+    for name in names:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(checkpoints, name))
+    with contextlib.suppress(OSError):
+        os.rmdir(checkpoints)
+
+
 def default_jit_compile():
     """Whether `fit` runs XLA-compiled by default: always on JAX, where without it every op
     runs eagerly (about 0.4 s a step for the tiny model on a CPU, against milliseconds); on
@@ -263,6 +309,7 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
     unknown = set(options) - {f.name for f in dataclasses.fields(FinetuningOptions)}
     if unknown:
         raise TypeError(f"unknown fine-tuning option(s) {sorted(unknown)}; see FinetuningOptions")
+    check_output_dir(os.fspath(output_dir), init_model_dir, data_dir)
     task = get_task(task, data_dir, init_model_dir, FinetuningOptions(**options))
     opts = task.options
     epochs = opts.num_train_epochs
@@ -309,71 +356,87 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
                              f"{opts.train_batch_size}; lower train_batch_size")
     num_train_steps = steps_per_epoch * epochs
     num_warmup_steps = int(num_train_steps * opts.warmup_proportion)
-    # In multi-worker training every worker computes, only the chief writes the outputs.
-    write_dir = output_dir if distribution.is_chief(strategy) else tempfile.mkdtemp()
+    # In multi-worker training every worker computes, only the chief writes the outputs (under
+    # the output directory's lock, listing what it writes in its manifest).
+    chief = distribution.is_chief(strategy)
+    write_dir = output_dir if chief else tempfile.mkdtemp()
+    with contextlib.ExitStack() as claimed:
+        if chief:
+            claimed.enter_context(outputs.output_lock(output_dir))
+            claimed.enter_context(outputs.recording_outputs(output_dir, TOOL))
 
-    config = task.model_dir.config
-    with strategy.scope(), distribution.keras_scope(data_parallel):
-        model = task.build_model(build_encoder(config, dtype=dtype), dtype=dtype)
-        _load_weights(model, task.model_dir)
-        optimizer = create_finetuning_optimizer(model, opts.learning_rate, num_train_steps,
-                                     num_warmup_steps, opts.weight_decay, opts.clip_norm)
-        if keras.dtype_policies.get(dtype or keras.config.dtype_policy()).name == "mixed_float16":
-            # Keras scales the loss only when the model-wide policy is float16, not the layers'.
-            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-        model.compile(optimizer=optimizer, steps_per_execution=steps_per_execution,
-                      jit_compile=jit_compile, **task.compile_args())
+        config = task.model_dir.config
+        with strategy.scope(), distribution.keras_scope(data_parallel):
+            model = task.build_model(build_encoder(config, dtype=dtype), dtype=dtype)
+            _load_weights(model, task.model_dir)
+            optimizer = create_finetuning_optimizer(model, opts.learning_rate, num_train_steps,
+                                                    num_warmup_steps, opts.weight_decay,
+                                                    opts.clip_norm)
+            if keras.dtype_policies.get(dtype or keras.config.dtype_policy()).name == \
+                    "mixed_float16":
+                # Keras scales the loss only when the model-wide policy is float16, not the
+                # layers'.
+                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+            model.compile(optimizer=optimizer, steps_per_execution=steps_per_execution,
+                          jit_compile=jit_compile, **task.compile_args())
 
-    history = {}
-    if train is not None:
-        logger.info("%s: %d training rows, batch %d (%d replica(s)), %d epochs = %d steps, "
-                    "%d warm-up, peak learning rate %g", task.name, train.num_rows,
-                    opts.train_batch_size, replicas, epochs, num_train_steps, num_warmup_steps,
-                    opts.learning_rate)
-        all_callbacks = [keras.callbacks.TerminateOnNaN()] + _tensorboard(write_dir)
-        if save_checkpoints:
-            # Weights, optimizer state and epoch after every epoch; a rerun with the same
-            # output_dir resumes from there. Removed once training has finished.
-            all_callbacks.append(keras.callbacks.BackupAndRestore(
-                os.path.join(write_dir, CHECKPOINT_DIR)))
-        all_callbacks += list(callbacks or [])
-        dataset = make_dataset(train, opts.train_batch_size, training=True, seed=seed,
-                               drop_remainder=full_batches)
-        with distribution.keras_scope(data_parallel):
-            history = model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch,
-                                callbacks=all_callbacks, verbose=verbose, shuffle=False).history
-        if not np.all(np.isfinite(history.get("loss", [0.0]))):
-            raise FloatingPointError(f"training loss became {history['loss'][-1]}; lower "
-                                     "learning_rate")
+        history = {}
+        if train is not None:
+            logger.info("%s: %d training rows, batch %d (%d replica(s)), %d epochs = %d steps, "
+                        "%d warm-up, peak learning rate %g", task.name, train.num_rows,
+                        opts.train_batch_size, replicas, epochs, num_train_steps, num_warmup_steps,
+                        opts.learning_rate)
+            all_callbacks = [keras.callbacks.TerminateOnNaN()] + _tensorboard(write_dir)
+            checkpoints = os.path.join(write_dir, CHECKPOINT_DIR)
+            if save_checkpoints:
+                # Weights, optimizer state and epoch after every epoch; a rerun with the same
+                # output_dir and settings resumes from there. Removed once training has
+                # finished: its files only (Keras would remove the whole folder).
+                _check_resume(checkpoints, {
+                    "task": task.name, "init_model_dir": task.model_dir.path, "seed": seed,
+                    "options": json.loads(json.dumps(dataclasses.asdict(opts), default=str))})
+                all_callbacks.append(keras.callbacks.BackupAndRestore(checkpoints,
+                                                                      delete_checkpoint=False))
+            all_callbacks += list(callbacks or [])
+            dataset = make_dataset(train, opts.train_batch_size, training=True, seed=seed,
+                                   drop_remainder=full_batches)
+            with distribution.keras_scope(data_parallel):
+                history = model.fit(dataset, epochs=epochs, steps_per_epoch=steps_per_epoch,
+                                    callbacks=all_callbacks, verbose=verbose, shuffle=False).history
+            if not np.all(np.isfinite(history.get("loss", [0.0]))):
+                raise FloatingPointError(f"training loss became {history['loss'][-1]}; lower "
+                                         "learning_rate")
+            if save_checkpoints:
+                _remove_checkpoints(checkpoints, _CHECKPOINT_FILES)
 
-    metrics = {}
-    for split, data in evaluations.items():
-        with distribution.keras_scope(data_parallel):
-            outputs = predict(model, data.inputs, opts.eval_batch_size)
-        split_metrics = task.evaluate(data, outputs, split, write_dir)
-        if split_metrics is not None:
-            metrics[split] = split_metrics
-            logger.info("%s %s: %s", task.name, split, _summary(split_metrics))
+        metrics = {}
+        for split, data in evaluations.items():
+            with distribution.keras_scope(data_parallel):
+                predicted = predict(model, data.inputs, opts.eval_batch_size)
+            split_metrics = task.evaluate(data, predicted, split, write_dir)
+            if split_metrics is not None:
+                metrics[split] = split_metrics
+                logger.info("%s %s: %s", task.name, split, _summary(split_metrics))
 
-    task_config = save_task_model_dir(model, write_dir, config, task.vocab, task.do_lower_case,
-                                      task.task_config())
-    results = {
-        "task": task.name,
-        "metrics": metrics,
-        "train": {"loss_per_epoch": [float(v) for v in history.get("loss", [])],
-                  "num_rows": train.num_rows if train is not None else 0,
-                  "num_train_steps": num_train_steps, "num_warmup_steps": num_warmup_steps,
-                  "replicas": replicas},
-        "options": dataclasses.asdict(opts),
-        "init_model_dir": task.model_dir.path,
-        "task_config": task_config,
-        "data_notes": {split: data.notes for split, data in
-                       [("train", train)] + list(evaluations.items())
-                       if data is not None and data.notes},
-    }
-    write_text_atomic(os.path.join(write_dir, EVAL_RESULTS_NAME),
-                      json.dumps(results, indent=2, sort_keys=True, default=_json_default) + "\n")
-    return FinetuningResult(model, results, output_dir)
+        task_config = save_task_model_dir(model, write_dir, config, task.vocab, task.do_lower_case,
+                                          task.task_config())
+        results = {
+            "task": task.name,
+            "metrics": metrics,
+            "train": {"loss_per_epoch": [float(v) for v in history.get("loss", [])],
+                      "num_rows": train.num_rows if train is not None else 0,
+                      "num_train_steps": num_train_steps, "num_warmup_steps": num_warmup_steps,
+                      "replicas": replicas},
+            "options": dataclasses.asdict(opts),
+            "init_model_dir": task.model_dir.path,
+            "task_config": task_config,
+            "data_notes": {split: data.notes for split, data in
+                           [("train", train)] + list(evaluations.items())
+                           if data is not None and data.notes},
+        }
+        write_text_atomic(os.path.join(write_dir, EVAL_RESULTS_NAME),
+                          json.dumps(results, indent=2, sort_keys=True, default=_json_default) + "\n")
+        return FinetuningResult(model, results, output_dir)
 
 
 def _json_default(value):
