@@ -19,6 +19,7 @@ import re
 
 import numpy as np
 
+from bert_keras.common import outputs
 from bert_keras.common.cli import option
 from bert_keras.common.errors import BertKerasError
 from bert_keras.modeldir import model_dir as model_dir_lib
@@ -30,6 +31,22 @@ from bert_keras.text.vocab import Vocabulary
 
 class ConversionError(BertKerasError):
     """A checkpoint cannot be converted; the message names the file."""
+
+
+TOOL = "convert_checkpoint"
+
+
+def check_output_dir(output_dir, inputs):
+    """Refuses, before reading anything, an `output_dir` that is one of `inputs` ([(flag,
+    path)]) or holds one, or holds a model this tool did not write there (naming both flags)."""
+    outputs.check_not_over_inputs(output_dir, "output_dir", inputs)
+    outputs.check_no_foreign_files(output_dir, "output_dir", TOOL)
+
+
+def _write_model_dir(output_dir, *args):
+    """`model_dir.write_model_dir` under the output directory's lock, listed in its manifest."""
+    with outputs.output_lock(output_dir), outputs.recording_outputs(output_dir, TOOL):
+        model_dir_lib.write_model_dir(output_dir, *args)
 
 
 # ---------------------------------------------------------------- Hugging Face
@@ -127,6 +144,7 @@ def convert_hf_checkpoint(input_dir, output_dir, do_lower_case=None):
     Returns:
       The `BertConfig`.
     """
+    check_output_dir(output_dir, [("input", input_dir)])
     if not os.path.isdir(input_dir):
         raise ConversionError(
             f"--input={input_dir}: not a directory; --format=hf reads a Hugging Face BERT "
@@ -151,7 +169,7 @@ def convert_hf_checkpoint(input_dir, output_dir, do_lower_case=None):
         if do_lower_case is None:
             do_lower_case = vocab.is_uncased()
     arrays = read_hf_weights(input_dir, config)
-    model_dir_lib.write_model_dir(output_dir, config, vocab, do_lower_case, arrays)
+    _write_model_dir(output_dir, config, vocab, do_lower_case, arrays)
     return config
 
 
@@ -188,6 +206,7 @@ def _check_casing(vocab, do_lower_case):
 def convert_tf1_checkpoint(checkpoint_path, output_dir, do_lower_case=None):
     """Converts `.../bert_model.ckpt` (config and vocab beside it) into a model directory."""
     directory = os.path.dirname(checkpoint_path) or "."
+    check_output_dir(output_dir, [("input", checkpoint_path), ("input", directory)])
     config = BertConfig.from_json_file(os.path.join(directory, "bert_config.json"))
     vocab = Vocabulary.from_file(os.path.join(directory, "vocab.txt"))
     vocab.check_size(config.vocab_size, os.path.join(directory, "bert_config.json"))
@@ -195,7 +214,7 @@ def convert_tf1_checkpoint(checkpoint_path, output_dir, do_lower_case=None):
     if do_lower_case is None:
         do_lower_case = vocab.is_uncased()
     arrays = read_tf1_weights(checkpoint_path, config)
-    model_dir_lib.write_model_dir(output_dir, config, vocab, do_lower_case, arrays)
+    _write_model_dir(output_dir, config, vocab, do_lower_case, arrays)
     return config
 
 
