@@ -17,6 +17,7 @@ import os
 
 from bert_keras.common import cli
 from bert_keras.common.cli import option
+from bert_keras.common import outputs
 from bert_keras.common.errors import BertKerasError
 
 
@@ -55,6 +56,7 @@ def main():
     options = cli.options_from_flags(BuildVocabOptions)
     files = cli.expand_files(options.input_files)
     check_output(options.output)
+    outputs.check_not_over_inputs(options.output, "output", [("input_files", files)])
     check_text_files(files, options.input_encoding)
 
     from bert_keras.text import vocab_builder
