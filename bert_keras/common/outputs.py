@@ -90,7 +90,8 @@ def check_not_over_inputs(output, output_flag, inputs, writes=None):
             if "://" in str(path):
                 continue
             source = _real(path)
-            if source == out:
+            if source == out or (os.path.isfile(source) and os.path.isfile(out)
+                                 and os.path.samefile(source, out)):  # a hard link
                 raise OutputOverInputError(
                     f"--{output_flag}={output} is --{flag}={path}: writing there would replace "
                     f"the input; choose another --{output_flag}")
@@ -189,21 +190,38 @@ def output_lock(directory, name=LOCK_NAME):
         yield
         return
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, name)
+    with _holding(os.path.join(directory, name), directory):
+        yield
+
+
+@contextlib.contextmanager
+def lock_beside(path):
+    """Holds `<path>.lock`, beside an output that is replaced whole (an export directory, whose
+    own files go with it)."""
+    if "://" in str(path):
+        yield
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with _holding(f"{os.path.abspath(path).rstrip(os.sep)}.lock", path):
+        yield
+
+
+_HELD = set()
+
+
+@contextlib.contextmanager
+def _holding(path, what):
     key = _real(path)
     if key in _HELD:
         yield
         return
-    acquire_lock(path, directory)
+    acquire_lock(path, what)
     _HELD.add(key)
     try:
         yield
     finally:
         _HELD.discard(key)
         release_lock(path)
-
-
-_HELD = set()
 
 
 # ---------------------------------------------------------------------------- the manifest
@@ -332,5 +350,5 @@ def remove_recorded_outputs(directory, tool, fallback=()):
 
 __all__ = ["MANIFEST_NAME", "LOCK_NAME", "MODEL_FILES", "OutputOverInputError", "OutputInUseError",
            "check_not_over_inputs", "check_no_foreign_files", "acquire_lock", "release_lock",
-           "output_lock", "recorded_outputs", "recording_outputs", "record_outputs",
+           "output_lock", "lock_beside", "recorded_outputs", "recording_outputs", "record_outputs",
            "remove_recorded_outputs"]

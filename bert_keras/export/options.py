@@ -8,6 +8,7 @@ natively, for a model served on that same kind of machine).
 
 import dataclasses
 
+from bert_keras.common import outputs
 from bert_keras.common.cli import option
 
 KINDS = ("preprocessor", "encoder", "task", "lite")
@@ -53,13 +54,17 @@ class ExportOptions:
         from bert_keras.export import export_from_model_dir
         from bert_keras.optimization import resolve_dtype
 
-        return export_from_model_dir(self.kind, self.model_dir, self.export_dir,
-                                     seq_length=self.seq_length,
-                                     # A lite export is float32 unless int8 is asked for.
-                                     dtype="float32" if self.kind == "lite" and self.dtype == "auto"
-                                     else resolve_dtype(self.dtype),
-                                     max_windows=self.max_windows,
-                                     xla_batch_1=self.xla_batch_1)
+        # The export replaces --export_dir whole: never the model directory, nor a folder
+        # holding it; one export at a time (a lock beside it).
+        outputs.check_not_over_inputs(self.export_dir, "export_dir",
+                                      [("model_dir", self.model_dir)])
+        with outputs.lock_beside(self.export_dir):
+            return export_from_model_dir(
+                self.kind, self.model_dir, self.export_dir, seq_length=self.seq_length,
+                # A lite export is float32 unless int8 is asked for.
+                dtype="float32" if self.kind == "lite" and self.dtype == "auto"
+                else resolve_dtype(self.dtype),
+                max_windows=self.max_windows, xla_batch_1=self.xla_batch_1)
 
 
 __all__ = ["ExportOptions", "KINDS", "EXPORT_DTYPES"]
