@@ -4,7 +4,10 @@ import dataclasses
 import json
 import os
 
-from bert_keras.common.files import describe_changes, remove_entries, write_text_atomic
+from bert_keras.common import outputs
+from bert_keras.common.cli import expand_files
+from bert_keras.common.errors import BertKerasError
+from bert_keras.common.files import describe_changes, write_text_atomic
 from bert_keras.finetuning.task_models import POOLING_DESCRIPTIONS
 from bert_keras.main_job import stages as stages_lib
 from bert_keras.main_job.demo import demo_stage
@@ -166,23 +169,65 @@ def check_same_settings(options):
                          "choose another --work_dir, or pass --start_over to replace that run")
 
 
-def remove_outputs(options):
-    """Removes what the job writes in its work directory (nothing else there), for
-    `--start_over`; returns the names removed."""
+TOOL = "bert_keras_main"
+
+
+def _entries(options):
+    """The names the job writes in its work directory (folders and files)."""
     root = options.paths()["root"]
-    return remove_entries(root, sorted({os.path.relpath(path, root).split(os.sep)[0]
-                                        for key, path in options.paths().items()
-                                        if key != "root"}))
+    return sorted({os.path.relpath(path, root).split(os.sep)[0]
+                   for key, path in options.paths().items() if key != "root"})
+
+
+def check_work_dir(options):
+    """Refuses, before any work, a `--work_dir` that is one of the job's inputs, holds one
+    where the job writes, or is a model directory (naming both flags)."""
+    inputs = [("finetune_data_dir", options.finetune_data_dir)]
+    for flag in ("input_files", "heldout_files"):
+        try:
+            inputs.append((flag, expand_files(getattr(options, flag), flag)))
+        except BertKerasError:
+            pass  # a finished stage no longer reads them; an unfinished one says so
+
+    if os.path.isdir(options.released_model):
+        inputs.append(("released_model", options.released_model))
+    root = options.paths()["root"]
+    outputs.check_not_over_inputs(root, "work_dir", inputs, writes=_entries(options))
+    outputs.check_no_foreign_files(root, "work_dir", TOOL)
+
+
+def remove_outputs(options):
+    """Removes the files the job wrote in its work directory (those its manifest lists,
+    `bert_keras.common.outputs`) and nothing else there, for `--start_over`: a file of the
+    user's under `model/`, `data/` or `export/` stays. Returns the paths removed."""
+    root = options.paths()["root"]
+    # A work directory of a job that kept no manifest: its records of finished stages and its
+    # own files (the stages then run again over what they left).
+    legacy = [os.path.relpath(path, root) for key, path in options.paths().items()
+              if key not in ("root", "stages") and os.path.isfile(path)]
+    stages = options.paths()["stages"]
+    legacy += [os.path.join("stages", name) for name in
+               (os.listdir(stages) if os.path.isdir(stages) else []) if name.endswith(".json")]
+    return outputs.remove_recorded_outputs(root, TOOL, fallback=legacy)
 
 
 def run_main_job(options):
-    """Runs (or resumes) every stage; writes `results.json`; returns {stage: result}."""
+    """Runs (or resumes) every stage; writes `results.json`; returns {stage: result}. Holds the
+    work directory's lock, and lists what the stages write there in its manifest."""
     check_options(options)
+    check_work_dir(options)
     paths = options.paths()
+    with outputs.output_lock(paths["root"]), outputs.recording_outputs(paths["root"], TOOL):
+        return _run_stages(options, paths)
+
+
+def _run_stages(options, paths):
     if options.start_over and os.path.isdir(paths["root"]):
         removed = remove_outputs(options)
         if removed:
-            print(f"--start_over: removed {', '.join(removed)} from {paths['root']}", flush=True)
+            print(f"--start_over: removed {len(removed)} file(s) the job wrote in "
+                  f"{paths['root']} ({', '.join(sorted({name.split('/')[0] for name in removed}))})",
+                  flush=True)
     if not os.path.exists(os.path.join(paths["stages"], "data.json")):
         stages_lib.check_inputs(options)
     if not os.path.exists(os.path.join(paths["stages"], "finetune.json")):
