@@ -75,9 +75,10 @@ def _prf(correct, predicted, gold):
 def evaluate(gold_sequences, predicted_sequences):
     """Scores of predicted tag sequences against gold ones (lists of per-sentence tag lists).
 
-    Returns {"precision", "recall", "f1", "accuracy", "num_gold", "num_predicted",
-    "num_correct", "per_type": {type: {"precision", "recall", "f1", "num_gold",
-    "num_predicted", "num_correct"}}}.
+    Returns {"precision", "recall", "f1", "accuracy", "num_tokens", "num_gold",
+    "num_predicted", "num_correct", "per_type": {type: {"precision", "recall", "f1",
+    "num_gold", "num_predicted", "num_correct"}}}, types in alphabetical order (every type of
+    the gold or the predicted tags). `report` prints it as conlleval does.
     """
     gold_sequences = list(gold_sequences)
     predicted_sequences = list(predicted_sequences)
@@ -113,5 +114,26 @@ def evaluate(gold_sequences, predicted_sequences):
                           "num_predicted": c[1], "num_gold": c[2]}
     return {"precision": precision, "recall": recall, "f1": f1,
             "accuracy": 100.0 * correct_tokens / tokens if tokens else 0.0,
-            "num_gold": total_gold, "num_predicted": total_predicted,
+            "num_tokens": tokens, "num_gold": total_gold, "num_predicted": total_predicted,
             "num_correct": total_correct, "per_type": per_type}
+
+
+def report(scores):
+    """The scores of `evaluate` as conlleval prints them: the totals, then per type its
+    precision, recall, FB1 and number of predicted chunks.
+
+    >>> print(report(evaluate([["B-PER", "I-PER", "O", "B-LOC"]], [["B-PER", "I-PER", "O", "B-ORG"]])))
+    processed 4 tokens with 2 phrases; found: 2 phrases; correct: 1.
+    accuracy:  75.00%; precision:  50.00%; recall:  50.00%; FB1:  50.00
+                  LOC: precision:   0.00%; recall:   0.00%; FB1:   0.00  0
+                  ORG: precision:   0.00%; recall:   0.00%; FB1:   0.00  1
+                  PER: precision: 100.00%; recall: 100.00%; FB1: 100.00  1
+    """
+    lines = [f"processed {scores['num_tokens']} tokens with {scores['num_gold']} phrases; "
+             f"found: {scores['num_predicted']} phrases; correct: {scores['num_correct']}.",
+             f"accuracy: {scores['accuracy']:6.2f}%; precision: {scores['precision']:6.2f}%; "
+             f"recall: {scores['recall']:6.2f}%; FB1: {scores['f1']:6.2f}"]
+    for kind, entry in scores["per_type"].items():
+        lines.append(f"{kind:>17}: precision: {entry['precision']:6.2f}%; recall: "
+                     f"{entry['recall']:6.2f}%; FB1: {entry['f1']:6.2f}  {entry['num_predicted']}")
+    return "\n".join(lines)

@@ -3,6 +3,8 @@
 import io
 import os
 
+import logging
+
 import keras
 import numpy as np
 
@@ -14,6 +16,8 @@ from bert_keras.finetuning.tasks.common import DataFormatError, IGNORE_LABEL_ID
 from bert_keras.metrics import conll_eval
 from bert_keras.model.encoder import INPUT_NAMES
 
+logger = logging.getLogger(__name__)
+
 
 class ConllFinetuning(FinetuningTask):
     """CoNLL-2003 NER: a tag per word, predicted on its first WordPiece; entity-level F1.
@@ -21,8 +25,9 @@ class ConllFinetuning(FinetuningTask):
     Files: `<data_dir>/eng.train`, `eng.testa` (dev), `eng.testb` (test), or `train.txt`,
     `dev.txt` (or `valid.txt`), `test.txt`. Predictions:
     `<split>/predictions.txt`, the input layout of `conlleval` ("WORD GOLD PREDICTED" per
-    line, a blank line between sentences). Metrics: conlleval's precision / recall / F1 (in
-    percent) and per-type scores.
+    line, a blank line between sentences), and `<split>/conlleval.txt`, what conlleval prints
+    for it (also logged). Metrics: conlleval's precision / recall / F1 (in percent), overall
+    and in `per_type` (each type's precision, recall, F1 and chunk counts).
     """
 
     family = "conll"
@@ -79,7 +84,13 @@ class ConllFinetuning(FinetuningTask):
             buffer.write("\n")
         write_text_atomic(os.path.join(output_dir, "predictions", split, "predictions.txt"),
                     buffer.getvalue())
-        return conll_eval.evaluate([s.tags for s in sentences], predicted)
+        scores = conll_eval.evaluate([s.tags for s in sentences], predicted)
+        # conlleval's own printout, per type, beside the predictions and in the log.
+        text = conll_eval.report(scores)
+        write_text_atomic(os.path.join(output_dir, "predictions", split, "conlleval.txt"),
+                          text + "\n")
+        logger.info("%s %s, as conlleval prints it:\n%s", self.name, split, text)
+        return scores
 
     def task_config(self):
         config = super().task_config()
