@@ -61,12 +61,31 @@ def dtype_policy(dtype):
     return DTYPE_POLICIES[dtype]
 
 
-def encoder_input_spec(with_positions=False):
-    """The dict of `tf.TensorSpec`s of the encoder inputs, int32 [batch, seq_length]."""
-    spec = {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES}
+def encoder_input_spec(with_positions=False, dtype=tf.int32):
+    """The dict of `tf.TensorSpec`s of the encoder inputs, int32 (or `dtype`) [batch, seq_length]."""
+    spec = {name: tf.TensorSpec([None, None], dtype, name=name) for name in INPUT_NAMES}
     if with_positions:
-        spec["masked_lm_positions"] = tf.TensorSpec([None, None], tf.int32, name="masked_lm_positions")
+        spec["masked_lm_positions"] = tf.TensorSpec([None, None], dtype, name="masked_lm_positions")
     return spec
+
+
+def _int64_inputs(inputs):
+    """Whether a call's inputs are int64: NumPy's and tf.data's default integers, which the
+    exported `__call__` and `.mlm` take too (traced for them) and run as int32."""
+    return any(value.dtype == tf.int64 for value in tf.nest.flatten(inputs))
+
+
+def _as_int32(inputs):
+    """int64 inputs as int32, asserting they fit (ids beyond int32 are out of every table)."""
+    def cast(name, value):
+        check = tf.debugging.assert_less_equal(
+            tf.reduce_max(tf.abs(value)),  # the smallest int64 when empty
+            tf.constant(2 ** 31 - 1, tf.int64),
+            message=f"{name} holds values beyond int32")
+        with tf.control_dependencies([check]):
+            return tf.cast(value, tf.int32)
+
+    return {name: cast(name, value) for name, value in inputs.items()}
 
 
 def build_keras_models(config, weights, dtype="float32", with_mlm=None, source="weights"):
@@ -166,8 +185,16 @@ def _check_inputs(encoder, features):
     inside (or, on some devices, a silent zero row): the three inputs of one shape, at most
     max_position_embeddings long, ids and type ids inside their tables, a mask of 0 and 1."""
     rows = _embedding_rows(encoder)
+    # At run time, not only when tracing: a signature (`signatures["serving_default"]`, TF
+    # Serving) passes tensors of any shape to its [batch, seq_length] inputs, and a 1-D input
+    # then failed in a slice deep inside, a [batch, 0] one in the pooler.
+    features = {name: tf.ensure_shape(value, [None, None], name=f"{name}_must_be_batch_by_seq_length")
+                for name, value in features.items()}
     ids = features["input_word_ids"]
-    checks = [tf.debugging.assert_rank(ids, 2, message="input_word_ids must be [batch, seq_length]")]
+    checks = [tf.debugging.assert_rank(ids, 2, message="input_word_ids must be [batch, seq_length]"),
+              tf.debugging.assert_positive(
+                  tf.shape(ids)[1], message="input_word_ids must be [batch, seq_length] with "
+                  "seq_length at least 1 ([CLS] is the pooled output's token)")]
     for name in ("input_mask", "input_type_ids"):
         checks.append(tf.debugging.assert_equal(
             tf.shape(features[name]), tf.shape(ids),
@@ -284,11 +311,15 @@ class MaskedLMModule(Exportable):
         object.__setattr__(self, "_encode", encode)
         with tracing_as_saved():
             for training in (False, True):
-                self.__call__.get_concrete_function(encoder_input_spec(True), training=training)
+                for dtype in (tf.int32, tf.int64):
+                    self.__call__.get_concrete_function(encoder_input_spec(True, dtype),
+                                                        training=training)
         _track_variables(self, [encoder, mlm_head])
 
     @tf.function
     def __call__(self, inputs, training=False):
+        if _int64_inputs(inputs):
+            return self.__call__(_as_int32(inputs), training=training)
         # The encoder module's own traces, called: the encoder is traced once per `training`.
         outputs = dict(self._encode({name: inputs[name] for name in INPUT_NAMES},
                                     training=training))
@@ -310,7 +341,9 @@ class EncoderModule(Exportable):
                            xla_inference(_ZeroPaddingEncoder(encoder), xla_batch_1))
         with tracing_as_saved():
             for training in (False, True):
-                self.__call__.get_concrete_function(encoder_input_spec(), training=training)
+                for dtype in (tf.int32, tf.int64):
+                    self.__call__.get_concrete_function(encoder_input_spec(dtype=dtype),
+                                                        training=training)
             self.serve.get_concrete_function()
             self.call_training.get_concrete_function()
         if mlm_head is not None:
@@ -319,6 +352,8 @@ class EncoderModule(Exportable):
 
     @tf.function
     def __call__(self, inputs, training=False):
+        if _int64_inputs(inputs):  # the int32 trace, called: the encoder's graph is not copied
+            return self.__call__(_as_int32(inputs), training=training)
         return _encode(self._encoder, inputs, training, self._xla_encoder)
 
     # The endpoints below call the two traces of `__call__` (traced above, in the saving

@@ -122,5 +122,153 @@ def preprocess_dataset(dataset, preprocessor_dir, seq_length=None):
     return dataset.map(encode, num_parallel_calls=tf.data.AUTOTUNE)
 
 
-__all__ = ["SavedModelLayer", "load_encoder_layer", "build_classifier_from_export", "preprocess_dataset",
+# ------------------------------------------------------------------ checked calls of exports
+class SavedModelInputError(ValueError):
+    """Inputs an exported function has no trace for, named with what it expects."""
+
+
+def _spec_words(spec):
+    """"an int32 tensor [batch, n]"-like words for a spec."""
+    if isinstance(spec, tf.RaggedTensorSpec):
+        dims = ["batch"] + ["(n)" if index <= spec.ragged_rank else str(size)
+                            for index, size in enumerate(spec.shape[1:], start=1)]
+        return f"a RaggedTensor of {spec.dtype.name} [{', '.join(dims)}]"
+    dims = ["batch" if index == 0 else ("n" if size is None else str(size))
+            for index, size in enumerate(spec.shape)]
+    article = "an" if spec.dtype.name[0] in "aeiou" else "a"
+    return (f"{article} {spec.dtype.name} tensor [{', '.join(dims)}]" if dims else
+            f"{article} {spec.dtype.name} scalar")
+
+
+def _value_words(value):
+    kind = "RaggedTensor" if isinstance(value, tf.RaggedTensor) else "tensor"
+    article = "an" if value.dtype.name[0] in "aeiou" else "a"
+    return f"{article} {value.dtype.name} {kind} of shape {list(value.shape)}"
+
+
+def _first_mismatch(value, specs, path, keyword_arguments=False):
+    """What is wrong with `value` for every one of `specs` (the same place in each traced
+    signature), or None when one of them takes it."""
+    first = specs[0]
+    if isinstance(first, dict):
+        if not isinstance(value, dict):
+            return (f"{path}: got {type(value).__name__}; expected a dict of "
+                    f"{', '.join(sorted(first))}")
+        missing, extra = sorted(set(first) - set(value)), sorted(set(value) - set(first))
+        if missing or extra:
+            return (f"{path}: " + "; ".join(
+                part for part in (missing and f"missing {', '.join(missing)}",
+                                  extra and f"unexpected {', '.join(map(str, extra))}") if part)
+                    + f"; expected exactly {', '.join(sorted(first))}, each "
+                    + _spec_words(next(iter(first.values()))))
+        for key in sorted(first):
+            problem = _first_mismatch(value[key], [spec[key] for spec in specs],
+                                      key if keyword_arguments else f"{path}[{key!r}]")
+            if problem:
+                return problem
+        return None
+    if isinstance(first, (list, tuple)):
+        if not isinstance(value, (list, tuple)):
+            return f"{path}: got {type(value).__name__}; expected a list"
+        lengths = sorted({len(spec) for spec in specs})
+        fitting = [spec for spec in specs if len(spec) == len(value)]
+        if not fitting:
+            return f"{path}: {len(value)} items; expected {' or '.join(map(str, lengths))}"
+        problems = [next((problem for problem in (
+            _first_mismatch(item, [spec[index]], f"{path}[{index}]")
+            for index, item in enumerate(value)) if problem), None) for spec in fitting]
+        return None if None in problems else problems[0]
+    if not isinstance(first, tf.TypeSpec):
+        return None  # a Python value (e.g. `training`): the function's own binding checks it
+    expected = " or ".join(sorted({_spec_words(spec) for spec in specs}))
+    if isinstance(value, tf.SparseTensor):
+        return f"{path}: a SparseTensor; expected {expected}"
+    if isinstance(value, tf.RaggedTensor) and not isinstance(first, tf.RaggedTensorSpec):
+        return f"{path}: a RaggedTensor; expected {expected} (pad it with .to_tensor())"
+    if isinstance(first, tf.RaggedTensorSpec) and not isinstance(value, tf.RaggedTensor):
+        return (f"{path}: a dense {getattr(value, 'dtype', tf.int32).name if hasattr(value, 'dtype') else type(value).__name__} value; "
+                f"expected {expected} (the preprocessor's tokenize gives one)")
+    if not isinstance(value, tf.RaggedTensor):
+        try:
+            value = tf.convert_to_tensor(value)
+        except (TypeError, ValueError) as error:
+            return f"{path}: not a tensor ({error}); expected {expected}"
+    for spec in specs:
+        if spec.dtype == value.dtype and spec.shape.rank == value.shape.rank and \
+                spec.shape.is_compatible_with(value.shape):
+            return None
+    return f"{path}: got {_value_words(value)}; expected {expected}"
+
+
+def check_call(function, args, kwargs, name="inputs"):
+    """`SavedModelInputError` naming the input and what `function` (a restored `tf.function`
+    or a signature) expects when none of its traces takes `args` and `kwargs`; else nothing."""
+    if hasattr(function, "concrete_functions"):
+        signatures = [concrete.structured_input_signature
+                      for concrete in function.concrete_functions]
+    else:
+        signatures = [function.structured_input_signature]
+    if not signatures:
+        return
+    if args and all(len(positional) >= 1 for positional, _ in signatures):
+        problem = _first_mismatch(args[0], [positional[0] for positional, _ in signatures], name)
+    else:
+        problem = _first_mismatch(dict(kwargs), [dict(named) for _, named in signatures], name,
+                                  keyword_arguments=True)
+    if problem:
+        raise SavedModelInputError(problem)
+
+
+class CheckedSavedModel:
+    """A loaded export whose calls check their inputs first (`load_checked`).
+
+    `obj(inputs)`, `obj.mlm(inputs)`, `obj.tokenize(strings)`, `obj.bert_pack_inputs(segments)`,
+    `obj.signatures[name](**inputs)` run as on the loaded object, but inputs none of the
+    functions' traces take (a missing or unexpected key, a RaggedTensor for a dense input or
+    the reverse, another dtype, another rank) raise `SavedModelInputError` naming the input and
+    what is expected, instead of TensorFlow's "Could not find matching concrete function"
+    listing of every trace. Any other attribute is the loaded object's.
+    """
+
+    def __init__(self, loaded, name="inputs"):
+        object.__setattr__(self, "_loaded", loaded)
+        object.__setattr__(self, "_name", name)
+
+    def __call__(self, *args, **kwargs):
+        function = self._loaded
+        if not hasattr(function, "concrete_functions") and not hasattr(
+                function, "structured_input_signature"):
+            function = function.__call__
+        check_call(function, args, kwargs, self._name)
+        return self._loaded(*args, **kwargs)
+
+    def __getattr__(self, name):
+        value = getattr(self._loaded, name)
+        if name == "signatures":
+            return {key: CheckedSavedModel(function, key) for key, function in value.items()}
+        if hasattr(value, "concrete_functions") or (
+                hasattr(value, "__call__") and hasattr(value.__call__, "concrete_functions")):
+            return CheckedSavedModel(value, name)
+        return value
+
+    def __getitem__(self, key):
+        return self._loaded[key]
+
+
+def load_checked(export_dir):
+    """`tf.saved_model.load(export_dir)` (tensorflow-text imported first) as a
+    `CheckedSavedModel`: its calls name a bad input and what is expected.
+
+    >>> encoder = load_checked("exports/encoder")  # doctest: +SKIP
+    >>> encoder({"input_word_ids": ids, "input_mask": mask})  # doctest: +SKIP
+    Traceback (most recent call last):
+    SavedModelInputError: inputs: missing input_type_ids; expected exactly input_mask, input_type_ids, input_word_ids, each a int32 tensor [batch, n]
+    """
+    import tensorflow_text  # noqa: F401  (registers the tokenizer ops before the load)
+
+    return CheckedSavedModel(tf.saved_model.load(export_dir))
+
+
+__all__ = ["SavedModelLayer", "SavedModelInputError", "CheckedSavedModel", "load_checked",
+           "check_call", "load_encoder_layer", "build_classifier_from_export", "preprocess_dataset",
            "INFERENCE_ENDPOINT", "TRAINING_ENDPOINT"]

@@ -186,6 +186,7 @@ class TaskModule(Exportable):
         self.seq_length = tf.Variable(self._seq_length, trainable=False, name="seq_length")
 
         serving.build()
+        self.serving_default = checked_shapes(self.serving_default)
         with tracing_as_saved():
             self.serving_default.get_concrete_function()
 
@@ -207,6 +208,38 @@ class TaskModule(Exportable):
             return outputs
         return tf.nest.map_structure(
             lambda value: pad_positions(value, self._seq_length, padding), outputs)
+
+
+def _shape_words(shape):
+    return "_by_".join("batch" if index == 0 else str(size) if size is not None else "n"
+                       for index, size in enumerate(shape)) or "scalar"
+
+
+def checked_shapes(function):
+    """`function` (a `tf.function` with an input signature) checking at run time that each
+    input has its spec's rank and sizes, under the same argument names.
+
+    A signature (`signatures["serving_default"]`, TF Serving) passes tensors of any shape to
+    its inputs: a [1, 2] batch of strings into a [batch] input was read as 2 texts (2 results),
+    a scalar failed in a slice. `tf.ensure_shape` refuses them in the graph, naming the input
+    and the shape expected: "Shape of tensor text_a [1,2] is not compatible with expected shape
+    [?]". Its cost is a shape comparison per input.
+    """
+    import inspect
+
+    specs = list(function.input_signature)
+    names = [spec.name for spec in specs]
+
+    def call(*args, **kwargs):
+        inputs = dict(zip(names, args), **kwargs)
+        return function(*[tf.ensure_shape(inputs[spec.name], spec.shape,
+                                          name=f"{spec.name}_must_be_{_shape_words(spec.shape)}")
+                          for spec in specs])
+
+    call.__signature__ = inspect.Signature(
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names])
+    call.__name__ = getattr(function, "__name__", "serving_default")
+    return tf.function(call, input_signature=specs, autograph=False)
 
 
 def _serving(head):
