@@ -34,6 +34,7 @@ import dataclasses
 import tensorflow as tf
 from absl import logging
 
+from bert_keras.data import manifest
 from bert_keras.pretraining import dynamic_masking
 from bert_keras.data.records import (RecordsError, expand_file_pattern, feature_lengths,
                                      feature_spec)
@@ -315,9 +316,11 @@ def target_options(options, vocab):
 
 def prepare_records(options):
     """The record files of `options.input_files` and their kind (`MASKED` or `UNMASKED`),
-    checked before training: the first record's features and lengths, masking for unmasked
+    checked before training: every task of a data run split over several copies
+    (`manifest.check_all_tasks`), the first record's features and lengths, masking for unmasked
     records, and with `skip_corrupt_records` a count of the readable records."""
     files = expand_file_pattern(options.input_files)
+    manifest.check_all_tasks(files)
     kind = check_record_files(files, options.max_seq_length, options.max_predictions_per_seq)
     if kind == UNMASKED and not (options.dynamic_masking or options.left_to_right):
         raise RecordsError(f"{files[0]}: unmasked records need dynamic_masking (or left_to_right)")
