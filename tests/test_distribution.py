@@ -58,3 +58,28 @@ def test_on_this_machine_auto_and_cpu_give_the_default_strategy():
         assert strategy.num_replicas_in_sync == 1
         assert distribution.is_chief(strategy)
         assert not distribution.is_tpu_strategy(strategy)
+
+
+def test_a_multi_process_run_on_jax_comes_from_the_flags_then_keras_variables():
+    """`process_cluster`: the flags win, Keras' KERAS_DISTRIBUTION_* variables fill the rest,
+    "auto" leaves the finding to JAX, and an incomplete description names what is missing."""
+    keras_variables = {"KERAS_DISTRIBUTION_JOB_ADDRESSES": "10.0.0.1:1234,10.0.0.2:1234",
+                       "KERAS_DISTRIBUTION_NUM_PROCESSES": "2",
+                       "KERAS_DISTRIBUTION_PROCESS_ID": "1"}
+    assert distribution.process_cluster(environ={}) is None
+    assert distribution.process_cluster(num_processes=1, process_id=0, environ={}) is None
+    assert distribution.process_cluster(environ=keras_variables) == ("10.0.0.1:1234", 2, 1)
+    assert distribution.process_cluster(
+        environ={"KERAS_DISTRIBUTION_JOB_ADDRESSES": "a:1,b:1,c:1,d:1",
+                 "KERAS_DISTRIBUTION_PROCESS_ID": "3"}) == ("a:1", 4, 3)
+    assert distribution.process_cluster("host0:99", 4, 0, environ=keras_variables) == \
+        ("host0:99", 4, 0)
+    assert distribution.process_cluster("auto", environ={}) == "auto"
+    with pytest.raises(StrategyError, match="missing: --coordinator_address, --process_id"):
+        distribution.process_cluster(num_processes=2, environ={})
+    with pytest.raises(StrategyError, match=r"--process_id=2 must be in \[0, 2\)"):
+        distribution.process_cluster("host0:99", 2, 2, environ={})
+
+
+def test_one_process_needs_no_joining():
+    assert distribution.initialize_processes() == (1, 0)
