@@ -27,6 +27,7 @@ bert_keras.common.outputs.OutputOverInputError: --output_dir=... is --init_model
 """
 
 import contextlib
+import fnmatch
 import json
 import os
 import socket
@@ -42,6 +43,9 @@ LOCK_NAME = "bert_keras.lock"
 MODEL_FILES = ("bert_config.json", "config.json", "model.safetensors", "vocab.txt",
                "task_config.json", "pytorch_model.bin", "tf_model.h5", "saved_model.pb",
                "checkpoints", "checkpoint")
+# The files of a checkpoints/ folder that are a checkpoint (a note of the user's there is not).
+CHECKPOINT_PATTERNS = ("checkpoint", "ckpt-*", "*.index", "*.data-*", "*.h5", "*.npz",
+                       "*.weights.*", "training_metadata.json*", "run.json")
 
 
 class OutputOverInputError(BertKerasError):
@@ -125,7 +129,9 @@ def check_no_foreign_files(output, output_flag, tool, names=MODEL_FILES):
             continue
         if os.path.isdir(path):
             theirs = [os.path.join(name, entry) for entry in _files(path)
-                      if os.path.join(name, entry).replace(os.sep, "/") not in own]
+                      if os.path.join(name, entry).replace(os.sep, "/") not in own
+                      and any(fnmatch.fnmatch(os.path.basename(entry), pattern)
+                              for pattern in CHECKPOINT_PATTERNS)]
         else:
             theirs = [] if name in own else [name]
         if theirs:
@@ -348,7 +354,7 @@ def remove_recorded_outputs(directory, tool, fallback=()):
     return removed
 
 
-__all__ = ["MANIFEST_NAME", "LOCK_NAME", "MODEL_FILES", "OutputOverInputError", "OutputInUseError",
+__all__ = ["MANIFEST_NAME", "LOCK_NAME", "MODEL_FILES", "CHECKPOINT_PATTERNS", "OutputOverInputError", "OutputInUseError",
            "check_not_over_inputs", "check_no_foreign_files", "acquire_lock", "release_lock",
            "output_lock", "lock_beside", "recorded_outputs", "recording_outputs", "record_outputs",
            "remove_recorded_outputs"]

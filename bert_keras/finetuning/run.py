@@ -364,6 +364,13 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
         if chief:
             claimed.enter_context(outputs.output_lock(output_dir))
             claimed.enter_context(outputs.recording_outputs(output_dir, TOOL))
+        checkpoints = os.path.join(write_dir, CHECKPOINT_DIR)
+        if train is not None and save_checkpoints:
+            # Weights, optimizer state and epoch after every epoch; a rerun with the same
+            # output_dir and settings resumes from there (checked before building anything).
+            _check_resume(checkpoints, {
+                "task": task.name, "init_model_dir": task.model_dir.path, "seed": seed,
+                "options": json.loads(json.dumps(dataclasses.asdict(opts), default=str))})
 
         config = task.model_dir.config
         with strategy.scope(), distribution.keras_scope(data_parallel):
@@ -387,14 +394,9 @@ def run_finetuning(task, data_dir, init_model_dir, output_dir, *, do_train=True,
                         opts.train_batch_size, replicas, epochs, num_train_steps, num_warmup_steps,
                         opts.learning_rate)
             all_callbacks = [keras.callbacks.TerminateOnNaN()] + _tensorboard(write_dir)
-            checkpoints = os.path.join(write_dir, CHECKPOINT_DIR)
             if save_checkpoints:
-                # Weights, optimizer state and epoch after every epoch; a rerun with the same
-                # output_dir and settings resumes from there. Removed once training has
-                # finished: its files only (Keras would remove the whole folder).
-                _check_resume(checkpoints, {
-                    "task": task.name, "init_model_dir": task.model_dir.path, "seed": seed,
-                    "options": json.loads(json.dumps(dataclasses.asdict(opts), default=str))})
+                # Removed once training has finished: its files only (Keras would remove the
+                # whole folder).
                 all_callbacks.append(keras.callbacks.BackupAndRestore(checkpoints,
                                                                       delete_checkpoint=False))
             all_callbacks += list(callbacks or [])
