@@ -37,6 +37,9 @@ from bert_keras.common.errors import BertKerasError
 from bert_keras.common.files import write_json_atomic, write_text_atomic
 
 MANIFEST_NAME = "bert_keras_outputs.json"
+# While a tool runs: what was in the directory when it started (so that the next run can list
+# what a killed run wrote).
+RUNNING_NAME = "bert_keras_outputs.running.json"
 LOCK_NAME = "bert_keras.lock"
 # Files of a model directory (bert_keras's and Hugging Face's) and of a TensorFlow checkpoint:
 # an output directory that holds one of these, not written there by the same tool, is refused.
@@ -116,6 +119,8 @@ def check_no_foreign_files(output, output_flag, tool, names=MODEL_FILES):
     if not output or "://" in str(output) or not os.path.isdir(output):
         return
     manifest = _read_manifest(output)
+    if manifest is None and os.path.exists(_running_path(output)):
+        manifest = {"files": [], "folders": []}  # a first run that was killed
     if manifest is not None and manifest.get("tool") not in (None, tool):
         raise OutputOverInputError(
             f"--{output_flag}={output} holds the outputs of {manifest['tool']} ({MANIFEST_NAME}); "
@@ -238,7 +243,7 @@ def _files(directory):
     for folder, dirs, names in os.walk(directory):
         dirs.sort()
         for name in sorted(names):
-            if name in (MANIFEST_NAME, LOCK_NAME) or name.endswith(".lock"):
+            if name in (MANIFEST_NAME, RUNNING_NAME, LOCK_NAME) or name.endswith(".lock"):
                 continue
             found.append(os.path.relpath(os.path.join(folder, name), directory)
                          .replace(os.sep, "/"))
@@ -277,12 +282,22 @@ def recorded_outputs(directory):
     return sorted(manifest.get("files", []))
 
 
-def _claim_new(manifest, directory):
-    """Adds to `manifest` the files and folders new since the run it records started (a run that
-    was killed before it could list them)."""
-    running = manifest.pop("running", None)
-    if not running:
-        return
+def _running_path(directory):
+    return os.path.join(directory, RUNNING_NAME)
+
+
+def _claim_new(manifest, directory, running=None):
+    """Adds to `manifest` the files and folders new since a run started (`running`: what was
+    there then; by default the record a killed run left, `RUNNING_NAME`)."""
+    if running is None:
+        path = _running_path(directory)
+        if not os.path.exists(path):
+            return
+        try:
+            with open(path, encoding="utf-8") as f:
+                running = json.load(f)
+        except ValueError:
+            return  # killed while writing it: nothing was written after it
     # A listed file that is gone (removed by --start_over) is no longer the tool's: a file of
     # the user's may take its name.
     files, folders = set(_files(directory)), set(_folders(directory))
@@ -296,23 +311,28 @@ def _claim_new(manifest, directory):
 def recording_outputs(directory, tool):
     """Lists in `directory`'s manifest every file and folder that appears there while the block
     runs: they are `tool`'s (take `output_lock` first). What was there before is not listed;
-    if the process is killed, the next run lists what this one wrote before it takes over."""
+    if the process is killed, the next run lists what this one wrote (from `RUNNING_NAME`, what
+    was there when it started). A run that writes nothing leaves the manifest as it was."""
     if "://" in str(directory):
         yield
         return
     os.makedirs(directory, exist_ok=True)
-    manifest = _read_manifest(directory) or {"tool": tool, "files": [], "folders": []}
+    earlier = _read_manifest(directory)
+    manifest = dict(earlier or {"tool": tool, "files": [], "folders": []})
     _claim_new(manifest, directory)
     manifest["tool"] = manifest.get("tool") or tool
-    manifest["running"] = {"pid": os.getpid(), "files": _files(directory),
-                           "folders": _folders(directory)}
-    _write_manifest(directory, manifest)
+    running = {"pid": os.getpid(), "files": _files(directory), "folders": _folders(directory)}
+    write_json_atomic(_running_path(directory), running)
     try:
         yield
     finally:
         if os.path.isdir(directory):
-            _claim_new(manifest, directory)
-            _write_manifest(directory, manifest)
+            _claim_new(manifest, directory, running)
+            if manifest != earlier and (earlier is not None or manifest["files"]
+                                        or manifest["folders"]):
+                _write_manifest(directory, manifest)
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(_running_path(directory))
 
 
 def record_outputs(directory, tool, names):
@@ -333,7 +353,7 @@ def remove_recorded_outputs(directory, tool, fallback=()):
     manifest = _read_manifest(directory)
     if manifest is None:
         names = [name for name in fallback if os.path.isfile(os.path.join(directory, name))]
-        manifest = {"files": names, "folders": []}
+        manifest = {"files": names, "folders": []}  # and what a killed first run wrote
     elif manifest.get("tool") not in (None, tool):
         raise OutputOverInputError(f"{directory} holds the outputs of {manifest['tool']} "
                                    f"({MANIFEST_NAME}), not of {tool}: --start_over removes only "
@@ -349,12 +369,14 @@ def remove_recorded_outputs(directory, tool, fallback=()):
         path = os.path.join(directory, *name.split("/"))
         if os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path):
             os.rmdir(path)
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(os.path.join(directory, MANIFEST_NAME))
+    for name in (MANIFEST_NAME, RUNNING_NAME):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(directory, name))
     return removed
 
 
-__all__ = ["MANIFEST_NAME", "LOCK_NAME", "MODEL_FILES", "CHECKPOINT_PATTERNS", "OutputOverInputError", "OutputInUseError",
+__all__ = ["MANIFEST_NAME", "RUNNING_NAME", "LOCK_NAME", "MODEL_FILES", "CHECKPOINT_PATTERNS",
+           "OutputOverInputError", "OutputInUseError",
            "check_not_over_inputs", "check_no_foreign_files", "acquire_lock", "release_lock",
            "output_lock", "lock_beside", "recorded_outputs", "recording_outputs", "record_outputs",
            "remove_recorded_outputs"]

@@ -155,6 +155,8 @@ def test_the_files_of_a_killed_run_are_listed_by_the_next(tmp_path):
         process.kill()
         process.wait()
         process.stdout.close()
+    assert not os.path.exists(os.path.join(out, outputs.MANIFEST_NAME))  # killed before it
+    outputs.check_no_foreign_files(out, "output_dir", "tool_a", names=["checkpoint.bin"])
     with outputs.output_lock(out):  # the lock of a run that is gone is taken over
         assert outputs.remove_recorded_outputs(out, "tool_a") == ["checkpoint.bin"]
     assert hashes(out) == before and not os.path.exists(os.path.join(out, outputs.LOCK_NAME))
