@@ -1,5 +1,7 @@
-"""End-to-end GLUE fine-tuning on tiny fixtures: the loss falls, the files have the official
-layout, the metrics agree with the written predictions, and bad input stops before training."""
+"""End-to-end GLUE fine-tuning on tiny fixtures: the model learns (its dev score, on rows it
+did not train on, above the baseline of a model that learned nothing), the files have the
+official layout, the metrics agree with the written predictions, and bad input stops before
+training."""
 
 import importlib.util
 import json
@@ -15,12 +17,16 @@ from bert_keras.finetuning import task_models
 from bert_keras.finetuning.run import run_finetuning
 from bert_keras.finetuning.glue import data as glue
 from bert_keras.finetuning.tasks.common import DataFormatError
-from helpers.finetuning_fixtures import data_dir, fixture, read_lines, tiny_model_dir
+from helpers.finetuning_fixtures import (data_dir, fixture, read_lines, tiny_model_dir,
+                                         word_labelled_mrpc, word_scored_stsb)
 from helpers.support import REPO_ROOT as REPO
 
 # Small and fast, with a step large enough for a randomly initialized tiny model to learn.
 QUICK = dict(learning_rate=1e-3, train_batch_size=2, num_train_epochs=12, max_seq_length=32,
              eval_batch_size=4)
+# The learning checks: 40 training rows of a rule a word tells (tests/helpers), 60 steps.
+LEARN = dict(QUICK, learning_rate=2e-3, train_batch_size=4, num_train_epochs=6,
+             eval_batch_size=24)
 
 
 def _labels(path, column):
@@ -30,10 +36,11 @@ def _labels(path, column):
 
 
 def test_mrpc_trains_evaluates_and_writes_the_submission_layout(tmp_path):
-    dev = fixture("glue", "MRPC", "dev.tsv")
     test = fixture("glue", "MRPC", "test.tsv")
-    data = data_dir(tmp_path, {"train.tsv": dev, "dev.tsv": dev, "test.tsv": test})
-    init = tiny_model_dir(tmp_path, [dev, test])
+    data = data_dir(tmp_path, {"test.tsv": test})
+    train = word_labelled_mrpc(os.path.join(data, "train.tsv"), 40, seed=1)
+    dev = word_labelled_mrpc(os.path.join(data, "dev.tsv"), 24, seed=2)
+    init = tiny_model_dir(tmp_path, [train, dev, test])
     out = str(tmp_path / "out")
 
     class SeeCheckpoints(keras.callbacks.Callback):
@@ -43,10 +50,10 @@ def test_mrpc_trains_evaluates_and_writes_the_submission_layout(tmp_path):
             self.seen.append(sorted(os.listdir(os.path.join(out, "checkpoints"))))
 
     result = run_finetuning("glue/mrpc", data, init, out, do_predict=True,
-                            callbacks=[SeeCheckpoints()], **QUICK)
+                            callbacks=[SeeCheckpoints()], **LEARN)
 
     loss = result.train_loss
-    assert len(loss) == QUICK["num_train_epochs"]
+    assert len(loss) == LEARN["num_train_epochs"]
     assert loss[-1] < 0.7 * loss[0], loss
 
     # Dev predictions: "index<TAB>prediction" with label strings, one row per example.
@@ -67,6 +74,9 @@ def test_mrpc_trains_evaluates_and_writes_the_submission_layout(tmp_path):
     f1 = 0.0 if true_positive == 0 else 2 * precision * recall / (precision + recall)
     results = json.load(open(os.path.join(out, "eval_results.json")))
     assert results["metrics"]["dev"]["accuracy"] == pytest.approx(accuracy)
+    # Learnt, on dev rows it never saw: well above always answering the majority label.
+    majority = max(gold.count("0"), gold.count("1")) / len(gold)
+    assert accuracy >= majority + 0.25, (accuracy, majority, loss)
     assert results["metrics"]["dev"]["f1"] == pytest.approx(f1)
     assert results["train"]["loss_per_epoch"] == pytest.approx(loss)
 
@@ -89,7 +99,7 @@ def test_mrpc_trains_evaluates_and_writes_the_submission_layout(tmp_path):
     assert [str(label) for label in reloaded] == predicted
 
     # The state for resuming was written after every epoch, and removed at the end.
-    assert len(SeeCheckpoints.seen) == QUICK["num_train_epochs"]
+    assert len(SeeCheckpoints.seen) == LEARN["num_train_epochs"]
     assert "latest.weights.h5" in SeeCheckpoints.seen[-1]
     assert not os.path.exists(os.path.join(out, "checkpoints"))
     if importlib.util.find_spec("tensorboard"):
@@ -97,12 +107,13 @@ def test_mrpc_trains_evaluates_and_writes_the_submission_layout(tmp_path):
 
 
 def test_stsb_is_regression_with_correlations(tmp_path):
-    dev = fixture("glue", "STS-B", "dev.tsv")
-    data = data_dir(tmp_path, {"train.tsv": dev, "dev.tsv": dev})
-    init = tiny_model_dir(tmp_path, [dev])
+    data = data_dir(tmp_path, {})
+    train = word_scored_stsb(os.path.join(data, "train.tsv"), 40, seed=1)
+    dev = word_scored_stsb(os.path.join(data, "dev.tsv"), 24, seed=2)
+    init = tiny_model_dir(tmp_path, [train, dev])
     out = str(tmp_path / "out")
 
-    result = run_finetuning("glue/stsb", data, init, out, save_checkpoints=False, **QUICK)
+    result = run_finetuning("glue/stsb", data, init, out, save_checkpoints=False, **LEARN)
 
     assert result.train_loss[-1] < 0.7 * result.train_loss[0], result.train_loss
     rows = [line.split("\t") for line in read_lines(os.path.join(out, "predictions", "dev",
@@ -112,6 +123,11 @@ def test_stsb_is_regression_with_correlations(tmp_path):
     assert result.metrics["dev"]["pearson"] == pytest.approx(np.corrcoef(scores, gold)[0, 1],
                                                              rel=1e-5)
     assert set(result.metrics["dev"]) == {"pearson", "spearman"}
+    # Learnt, on dev pairs it never saw: far above chance, the correlation of scores drawn at
+    # random (a model that learned nothing gives about the same score to every pair).
+    chance = np.corrcoef(np.random.default_rng(0).uniform(0, 5, len(gold)), gold)[0, 1]
+    pearson = np.corrcoef(scores, gold)[0, 1]
+    assert pearson >= max(0.0, chance) + 0.6, (pearson, chance, result.train_loss)
     task_config = json.load(open(os.path.join(out, "task_config.json")))
     assert task_config["head"] == "regression" and task_config["label_names"] is None
 
