@@ -30,6 +30,7 @@ of `pretraining.step`, and so:
 steps, and that a run killed after a checkpoint resumes to the weights of an uninterrupted one.
 """
 
+import io
 import os
 import sys
 import time
@@ -40,7 +41,6 @@ from absl import logging
 from keras import ops
 
 from bert_keras import distribution, optimization
-from bert_keras.common.files import atomic_path
 from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
 from bert_keras.pretraining import inputs, losses
 from bert_keras.pretraining.engine import Engine, LossNotFinite
@@ -127,21 +127,36 @@ def _checkpoint_variables(trainer):
 
 
 def save_checkpoint(trainer, path):
-    """Writes every checkpointed variable of `trainer` to `path` (an .npz), atomically."""
+    """Writes every checkpointed variable of `trainer` to `path` (an .npz; a local path or any
+    file system of `tf.io.gfile`, e.g. gs://), whole: written beside, then renamed."""
+    import tensorflow as tf
+
     arrays = {}
     for group, variables in _checkpoint_variables(trainer).items():
         arrays[f"{group}/paths"] = np.array([v.path for v in variables])
         for index, variable in enumerate(variables):
             arrays[f"{group}/{index}"] = keras.ops.convert_to_numpy(variable.value)
-    with atomic_path(path) as temporary:
-        with open(temporary, "wb") as f:
-            np.savez(f, **arrays)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    tf.io.gfile.makedirs(os.path.dirname(path))
+    temporary = f"{path}.tmp-{os.getpid()}"
+    try:
+        with tf.io.gfile.GFile(temporary, "wb") as f:
+            f.write(buffer.getvalue())
+        tf.io.gfile.rename(temporary, path, overwrite=True)
+    finally:
+        if tf.io.gfile.exists(temporary):
+            tf.io.gfile.remove(temporary)
 
 
 def restore_checkpoint(trainer, path, groups=("model", "optimizer")):
     """Assigns the variables of `groups` from a `save_checkpoint` file; a checkpoint of another
     model or optimizer stops with its path and the first variable that differs."""
-    with np.load(path, allow_pickle=False) as stored:
+    import tensorflow as tf
+
+    with tf.io.gfile.GFile(path, "rb") as f:
+        data = io.BytesIO(f.read())
+    with np.load(data, allow_pickle=False) as stored:
         for group in groups:
             variables = _checkpoint_variables(trainer)[group]
             paths = [str(name) for name in stored[f"{group}/paths"]]
@@ -178,9 +193,11 @@ def checkpoints(output_dir):
     >>> [step for step, _ in checkpoints(out)]
     [10, 30, 200]
     """
+    import tensorflow as tf
+
     directory = os.path.join(output_dir, CHECKPOINTS_DIR)
     found = []
-    for name in os.listdir(directory) if os.path.isdir(directory) else ():
+    for name in tf.io.gfile.listdir(directory) if tf.io.gfile.isdir(directory) else ():
         step = checkpoint_step(name)
         if step is not None:
             found.append((step, os.path.join(directory, name)))
@@ -243,7 +260,7 @@ class _Checkpoints(keras.callbacks.Callback):
         path = checkpoint_path(self.options.output_dir, step)
         save_checkpoint(self.model, path)  # `self.model` brings JAX's state back into variables
         for _, old in checkpoints(self.options.output_dir)[:-self.options.keep_checkpoint_max]:
-            os.remove(old)
+            self.tf.io.gfile.remove(old)
         logging.info("step %d: saved %s", step, path)
 
     def log(self, step, logs):
