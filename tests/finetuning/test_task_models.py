@@ -15,6 +15,7 @@ from bert_keras.finetuning.task_models import (TaskModelError, build_classifier,
                                                save_task_model_dir, task_weight_map)
 from bert_keras.text.vocab import Vocabulary
 from helpers.model_fixtures import numpy_bert, random_weights, tiny_vocab_tokens
+from helpers.support import required_module
 
 CONFIG = BertConfig.from_preset("tiny", vocab_size=40, max_position_embeddings=16)
 RNG = np.random.default_rng(3)
@@ -175,7 +176,7 @@ def test_classifier_builds_and_trains_on_jax_without_tensorflow():
     import sys
     import textwrap
 
-    pytest.importorskip("jax")
+    required_module("jax", 'pip install -e ".[test]"')
     code = textwrap.dedent("""
         import sys
         sys.modules["tensorflow"] = None  # any import of TensorFlow now fails

@@ -7,7 +7,7 @@ import pytest
 
 from bert_keras.finetuning.glue import data as glue
 from bert_keras.finetuning.tasks.common import DataFormatError
-from helpers.support import TESTS_DIR
+from helpers.support import TESTS_DIR, required_module
 
 GLUE_DIR = os.path.join(TESTS_DIR, "fixtures", "glue")
 
@@ -215,7 +215,7 @@ def test_tfds_path_without_the_package():
 
 
 def test_to_tf_dataset():
-    tf = pytest.importorskip("tensorflow")
+    tf = required_module("tensorflow", "pip install -e .")
     from bert_keras.finetuning.tasks import to_tf_dataset
     arrays = glue.examples_to_arrays(glue.read_glue_examples("mrpc", GLUE_DIR, "train"), "mrpc")
     labels = arrays.pop("label")
