@@ -5,6 +5,13 @@ Every writer of the package goes through here: the data written to a temporary f
 target, then renamed over it (`os.replace`, atomic on one file system). A failed write leaves
 no temporary behind and the old file untouched.
 
+A path with a scheme (`gs://bucket/run`, any `scheme://`: `is_remote`) goes through
+`tf.io.gfile`, TensorFlow's file systems, by way of `file_system(path)`, the one place that
+chooses: the writer writes a local temporary file, which is copied beside the target and renamed
+over it (on Cloud Storage an object appears whole when its upload ends, and a rename is a copy
+and a delete: a reader sees the old object or the new one). Local paths take the local functions
+(`os`, `open`) exactly as before.
+
 Example:
 
 >>> import os, tempfile
@@ -24,14 +31,198 @@ ValueError: interrupted
 import contextlib
 import json
 import os
+import shutil
+import tempfile
+
+
+def is_remote(path):
+    """Whether `path` names a file system of `tf.io.gfile` rather than the local one: it has a
+    scheme (`gs://`, `s3://`, `hdfs://`, TensorFlow's in-memory `ram://`)."""
+    return "://" in str(path)
+
+
+class _LocalFiles:
+    """The local file system's functions, under the names `file_system` gives."""
+
+    exists = staticmethod(os.path.exists)
+    lexists = staticmethod(os.path.lexists)
+    isdir = staticmethod(os.path.isdir)
+    isfile = staticmethod(os.path.isfile)
+    islink = staticmethod(os.path.islink)
+    listdir = staticmethod(os.listdir)
+    walk = staticmethod(os.walk)
+    remove = staticmethod(os.remove)
+    rmdir = staticmethod(os.rmdir)
+    replace = staticmethod(os.replace)
+
+    @staticmethod
+    def makedirs(path):
+        os.makedirs(path, exist_ok=True)
+
+    @staticmethod
+    def rmtree(path, ignore_errors=False):
+        shutil.rmtree(path, ignore_errors=ignore_errors)
+
+    @staticmethod
+    def open(path, mode="r"):
+        """`open`, UTF-8 in text modes."""
+        return open(path, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
+
+
+class _GFiles:
+    """`tf.io.gfile`'s functions, with the local ones' names and errors (`FileNotFoundError`
+    for a missing file)."""
+
+    @staticmethod
+    def _gfile():
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+        return tf.io.gfile
+
+    @classmethod
+    def _call(cls, name, path, *args, **kwargs):
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+        try:
+            return getattr(cls._gfile(), name)(path, *args, **kwargs)
+        except tf.errors.NotFoundError as error:
+            raise FileNotFoundError(2, error.message, str(path)) from None
+
+    @classmethod
+    def exists(cls, path):
+        return cls._gfile().exists(path)
+
+    lexists = exists
+
+    @classmethod
+    def isdir(cls, path):
+        return cls._gfile().isdir(path)
+
+    @classmethod
+    def isfile(cls, path):
+        return cls._gfile().exists(path) and not cls._gfile().isdir(path)
+
+    @staticmethod
+    def islink(path):  # pylint: disable=unused-argument
+        return False
+
+    @classmethod
+    def listdir(cls, path):
+        return [name.rstrip("/") for name in cls._call("listdir", path)]
+
+    @classmethod
+    def walk(cls, top):
+        for folder, folders, names in cls._gfile().walk(top):
+            folders[:] = [name.rstrip("/") for name in folders]
+            yield folder, folders, names
+
+    @classmethod
+    def remove(cls, path):
+        cls._call("remove", path)
+
+    @classmethod
+    def rmdir(cls, path):
+        if cls.listdir(path):
+            raise OSError(39, "Directory not empty", str(path))
+        cls._call("remove", path)
+
+    @classmethod
+    def rmtree(cls, path, ignore_errors=False):
+        try:
+            cls._call("rmtree", path)
+        except OSError:
+            if not ignore_errors:
+                raise
+
+    @classmethod
+    def replace(cls, source, target):
+        cls._call("rename", source, target, overwrite=True)
+
+    @classmethod
+    def makedirs(cls, path):
+        cls._gfile().makedirs(path)
+
+    @classmethod
+    def open(cls, path, mode="r"):
+        """A `tf.io.gfile.GFile` (UTF-8 text in text modes); reading a missing file raises
+        `FileNotFoundError`."""
+        if "r" in mode and not cls._gfile().exists(path):
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return cls._gfile().GFile(path, mode)
+
+    @classmethod
+    def upload(cls, local, path):
+        cls._call("copy", local, path, overwrite=True)
+
+    @classmethod
+    def download(cls, path, local):
+        cls._call("copy", path, local, overwrite=True)
+
+
+def file_system(path):
+    """The functions that reach `path`: `exists`, `lexists`, `isdir`, `isfile`, `islink`,
+    `listdir`, `walk`, `remove`, `rmdir`, `rmtree`, `replace` (a rename over the target),
+    `makedirs` (existing folders allowed) and `open(path, mode)` (UTF-8 text); `tf.io.gfile`'s
+    for a path with a scheme (`is_remote`), else the local ones (`os`, `shutil`, `open`).
+
+    >>> file_system("gs://bucket/run") is file_system("ram://run"), file_system("/tmp").isdir("/tmp")
+    (True, True)
+    """
+    return _GFiles if is_remote(path) else _LocalFiles
+
+
+_LOCAL_COPIES = []
+
+
+def local_copy(path):
+    """A path on the local disk holding the file `path`: `path` itself when it is local, else a
+    copy made now in a temporary folder of this process (removed when it exits), named like
+    `path`, for readers that take a local file only (a vocabulary's tokenizers)."""
+    path = os.fspath(path)
+    if not is_remote(path):
+        return path
+    if not _LOCAL_COPIES:
+        import atexit  # pylint: disable=import-outside-toplevel
+
+        _LOCAL_COPIES.append(tempfile.mkdtemp(prefix="bert_keras_copies_"))
+        atexit.register(shutil.rmtree, _LOCAL_COPIES[0], ignore_errors=True)
+    local = os.path.join(tempfile.mkdtemp(dir=_LOCAL_COPIES[0]), os.path.basename(path))
+    _GFiles.download(path, local)
+    return local
+
+
+@contextlib.contextmanager
+def _remote_atomic_path(path, suffix=""):
+    """`atomic_path` of a `scheme://` path: the writer writes a local temporary file, which is
+    copied beside `path` (`<path>.tmp-<pid>`) and renamed over it."""
+    fs = _GFiles
+    folder = tempfile.mkdtemp(prefix="bert_keras_upload_")
+    try:
+        local = os.path.join(folder, f"{os.path.basename(path)}{suffix}")
+        yield local
+        fs.makedirs(os.path.dirname(path))
+        temporary = f"{path}.tmp-{os.getpid()}"
+        try:
+            fs.upload(local, temporary)
+            fs.replace(temporary, path)
+        finally:
+            if fs.exists(temporary):
+                fs.remove(temporary)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.contextmanager
 def atomic_path(path, suffix=""):
     """Yields a temporary path beside `path` (ending in `suffix`, for writers that go by the
     extension); when the block ends without an exception, the temporary replaces `path`.
-    Creates the parent directory."""
+    Creates the parent directory. For a `scheme://` path (`is_remote`) the temporary is a local
+    file, copied beside `path` and renamed over it through `tf.io.gfile`."""
     path = os.fspath(path)
+    if is_remote(path):
+        with _remote_atomic_path(path, suffix) as temporary:
+            yield temporary
+        return
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     temporary = f"{path}.tmp-{os.getpid()}{suffix}"
     try:
@@ -73,8 +264,6 @@ def atomic_directory(path, replaceable=lambda path: False):
     ...     print(str(error).split(" already ")[1])
     holds saved_model.pb; choose a new or empty directory
     """
-    import shutil
-
     path = os.path.abspath(os.fspath(path))
     if os.path.exists(path):
         if not os.path.isdir(path):
@@ -141,16 +330,9 @@ def remove_entries(directory, names):
     >>> remove_entries(folder, ["checkpoints", "model.safetensors"]), os.listdir(folder)
     (['checkpoints'], ['notes.txt'])
     """
-    if "://" in str(directory):
-        import tensorflow as tf  # pylint: disable=import-outside-toplevel
-
-        isdir, exists, rmtree, remove = (tf.io.gfile.isdir, tf.io.gfile.exists,
-                                         tf.io.gfile.rmtree, tf.io.gfile.remove)
-    else:
-        import shutil  # pylint: disable=import-outside-toplevel
-
-        isdir = lambda path: os.path.isdir(path) and not os.path.islink(path)  # noqa: E731
-        exists, rmtree, remove = os.path.lexists, shutil.rmtree, os.remove
+    fs = file_system(directory)
+    isdir = lambda path: fs.isdir(path) and not fs.islink(path)  # noqa: E731
+    exists, rmtree, remove = fs.lexists, fs.rmtree, fs.remove
     removed = []
     for name in names:
         path = os.path.join(directory, name)
@@ -183,5 +365,5 @@ def describe_changes(recorded, current, recorded_as="recorded", current_as="now"
     return "; ".join(walk(recorded, current, ""))
 
 
-__all__ = ["atomic_path", "atomic_directory", "DirectoryInUseError", "atomic_output", "write_atomic", "write_text_atomic", "write_json_atomic",
+__all__ = ["is_remote", "file_system", "local_copy", "atomic_path", "atomic_directory", "DirectoryInUseError", "atomic_output", "write_atomic", "write_text_atomic", "write_json_atomic",
            "remove_entries", "describe_changes"]

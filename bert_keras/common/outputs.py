@@ -10,6 +10,11 @@
   (`bert_keras_outputs.json`) kept in the directory, and `--start_over` removes those files,
   and nothing else.
 
+On a `scheme://` directory (`gs://bucket/run`: `files.is_remote`) the manifest is kept through
+`tf.io.gfile` the same way; there is no lock there (`output_lock` says so in a warning): an
+object store has no atomic create, and a lock left by a preempted machine would stop the run
+that resumes it on another.
+
 Example:
 
 >>> import tempfile
@@ -34,7 +39,7 @@ import socket
 import sys
 
 from bert_keras.common.errors import BertKerasError
-from bert_keras.common.files import write_json_atomic, write_text_atomic
+from bert_keras.common.files import file_system, is_remote, write_json_atomic, write_text_atomic
 
 MANIFEST_NAME = "bert_keras_outputs.json"
 # While a tool runs: what was in the directory when it started (so that the next run can list
@@ -196,8 +201,18 @@ def release_lock(path):
 def output_lock(directory, name=LOCK_NAME):
     """Holds `directory/name` while the block runs (creating `directory`); a lock this process
     already holds is held again without a second file (a tool run inside another, as the main
-    job's stages). `scheme://` directories are not locked."""
-    if "://" in str(directory):
+    job's stages).
+
+    `scheme://` directories are not locked (a warning says so): an object store (Cloud Storage)
+    has no atomic create, and a lock left by a preempted machine would refuse the rerun that
+    resumes the run on another; one run at a time there is the user's to keep."""
+    if is_remote(directory):
+        if str(directory) not in _UNLOCKED:
+            _UNLOCKED.add(str(directory))
+            from absl import logging  # pylint: disable=import-outside-toplevel
+
+            logging.warning("%s is not locked (an object store has no atomic create): make sure "
+                            "no other run writes there at the same time", directory)
         yield
         return
     os.makedirs(directory, exist_ok=True)
@@ -218,6 +233,7 @@ def lock_beside(path):
 
 
 _HELD = set()
+_UNLOCKED = set()  # the scheme:// directories warned about
 
 
 @contextlib.contextmanager
@@ -240,7 +256,7 @@ def _files(directory):
     """The files under `directory`, relative, with "/" separators (the manifest and lock files
     left out)."""
     found = []
-    for folder, dirs, names in os.walk(directory):
+    for folder, dirs, names in file_system(directory).walk(directory):
         dirs.sort()
         for name in sorted(names):
             if name in (MANIFEST_NAME, RUNNING_NAME, LOCK_NAME) or name.endswith(".lock"):
@@ -252,15 +268,16 @@ def _files(directory):
 
 def _folders(directory):
     return [os.path.relpath(os.path.join(folder, name), directory).replace(os.sep, "/")
-            for folder, dirs, _ in os.walk(directory) for name in dirs]
+            for folder, dirs, _ in file_system(directory).walk(directory) for name in dirs]
 
 
 def _read_manifest(directory):
     path = os.path.join(directory, MANIFEST_NAME)
-    if not os.path.exists(path):
+    fs = file_system(path)
+    if not fs.exists(path):
         return None
     try:
-        with open(path, encoding="utf-8") as f:
+        with fs.open(path) as f:
             manifest = json.load(f)
     except ValueError as error:
         raise OutputOverInputError(f"{path}: not a manifest of bert_keras ({error}); remove it "
@@ -276,7 +293,7 @@ def _write_manifest(directory, manifest):
 
 def recorded_outputs(directory):
     """The files (relative paths, "/" separators) the manifest of `directory` lists."""
-    if not directory or "://" in str(directory) or not os.path.isdir(directory):
+    if not directory or not file_system(directory).isdir(directory):
         return []
     manifest = _read_manifest(directory) or {}
     return sorted(manifest.get("files", []))
@@ -291,10 +308,11 @@ def _claim_new(manifest, directory, running=None):
     there then; by default the record a killed run left, `RUNNING_NAME`)."""
     if running is None:
         path = _running_path(directory)
-        if not os.path.exists(path):
+        fs = file_system(path)
+        if not fs.exists(path):
             return
         try:
-            with open(path, encoding="utf-8") as f:
+            with fs.open(path) as f:
                 running = json.load(f)
         except ValueError:
             return  # killed while writing it: nothing was written after it
@@ -312,11 +330,10 @@ def recording_outputs(directory, tool):
     """Lists in `directory`'s manifest every file and folder that appears there while the block
     runs: they are `tool`'s (take `output_lock` first). What was there before is not listed;
     if the process is killed, the next run lists what this one wrote (from `RUNNING_NAME`, what
-    was there when it started). A run that writes nothing leaves the manifest as it was."""
-    if "://" in str(directory):
-        yield
-        return
-    os.makedirs(directory, exist_ok=True)
+    was there when it started). A run that writes nothing leaves the manifest as it was.
+    A `scheme://` directory goes through `tf.io.gfile` (`files.file_system`)."""
+    fs = file_system(directory)
+    fs.makedirs(directory)
     earlier = _read_manifest(directory)
     manifest = dict(earlier or {"tool": tool, "files": [], "folders": []})
     _claim_new(manifest, directory)
@@ -326,13 +343,13 @@ def recording_outputs(directory, tool):
     try:
         yield
     finally:
-        if os.path.isdir(directory):
+        if fs.isdir(directory):
             _claim_new(manifest, directory, running)
             if manifest != earlier and (earlier is not None or manifest["files"]
                                         or manifest["folders"]):
                 _write_manifest(directory, manifest)
             with contextlib.suppress(FileNotFoundError):
-                os.remove(_running_path(directory))
+                fs.remove(_running_path(directory))
 
 
 def record_outputs(directory, tool, names):
@@ -348,11 +365,12 @@ def remove_recorded_outputs(directory, tool, fallback=()):
     folders it created once they are empty, and the manifest; nothing else. Without a manifest
     (a directory written before there was one), the names in `fallback` that are files.
     Returns the relative paths of the files removed."""
-    if not directory or not os.path.isdir(directory):
+    fs = file_system(directory or "")
+    if not directory or not fs.isdir(directory):
         return []
     manifest = _read_manifest(directory)
     if manifest is None:
-        names = [name for name in fallback if os.path.isfile(os.path.join(directory, name))]
+        names = [name for name in fallback if fs.isfile(os.path.join(directory, name))]
         manifest = {"files": names, "folders": []}  # and what a killed first run wrote
     elif manifest.get("tool") not in (None, tool):
         raise OutputOverInputError(f"{directory} holds the outputs of {manifest['tool']} "
@@ -362,16 +380,16 @@ def remove_recorded_outputs(directory, tool, fallback=()):
     removed = []
     for name in manifest.get("files", ()):
         path = os.path.join(directory, *name.split("/"))
-        if os.path.isfile(path) or os.path.islink(path):
-            os.remove(path)
+        if fs.isfile(path) or fs.islink(path):
+            fs.remove(path)
             removed.append(name)
     for name in sorted(manifest.get("folders", ()), key=lambda name: -name.count("/")):
         path = os.path.join(directory, *name.split("/"))
-        if os.path.isdir(path) and not os.path.islink(path) and not os.listdir(path):
-            os.rmdir(path)
+        if fs.isdir(path) and not fs.islink(path) and not fs.listdir(path):
+            fs.rmdir(path)
     for name in (MANIFEST_NAME, RUNNING_NAME):
         with contextlib.suppress(FileNotFoundError):
-            os.remove(os.path.join(directory, name))
+            fs.remove(os.path.join(directory, name))
     return removed
 
 

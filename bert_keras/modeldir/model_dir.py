@@ -12,6 +12,11 @@ A model directory holds
   `cls/predictions/output_bias`, ...), so that a directory can be read without this package;
 - optionally `task_config.json`, written by fine-tuning (task name, label names, head kind).
 
+A directory may be on a bucket (`gs://bucket/model`, any `scheme://` path of `tf.io.gfile`):
+it is written and read through `tf.io.gfile` (`bert_keras.common.files.file_system`); the
+vocabulary's tokenizers read a local file, so `ModelDir.vocab_file` of such a directory is a
+local copy of its `vocab.txt`.
+
 Example:
 
 >>> import os, tempfile, numpy as np
@@ -35,9 +40,10 @@ import os
 import numpy as np
 
 from bert_keras.common.errors import BertKerasError
-from bert_keras.common.files import atomic_path, write_json_atomic
+from bert_keras.common.files import (atomic_path, file_system, is_remote, local_copy,
+                                     write_json_atomic)
 from bert_keras.model.config import BertConfig, ConfigError
-from bert_keras.text.vocab import Vocabulary
+from bert_keras.text.vocab import Vocabulary, VocabularyError
 
 CONFIG_NAME = "bert_config.json"
 VOCAB_NAME = "vocab.txt"
@@ -54,7 +60,7 @@ class ModelDirError(BertKerasError):
 
 def _require(model_dir, name):
     path = os.path.join(model_dir, name)
-    if not os.path.exists(path):
+    if not file_system(path).exists(path):
         raise ModelDirError(f"{model_dir}: missing {name}")
     return path
 
@@ -66,7 +72,10 @@ def read_config(model_dir):
     says so only in `pretraining_options.json` (`"left_to_right": true`); it is read as causal.
     """
     path = _require(model_dir, CONFIG_NAME)
-    config = BertConfig.from_json_file(path)
+    if is_remote(path):
+        config = BertConfig.from_dict(_read_json(path, ConfigError), source=path)
+    else:
+        config = BertConfig.from_json_file(path)
     if (not config.causal_attention and _pretrained_left_to_right(model_dir)
             and "causal_attention" not in _read_optional_json(path)):
         config.causal_attention = True
@@ -75,13 +84,17 @@ def read_config(model_dir):
 
 def _read_optional_json(path):
     """The JSON value of `path`, or None when there is no such file."""
-    if not os.path.exists(path):
+    if not file_system(path).exists(path):
         return None
+    return _read_json(path)
+
+
+def _read_json(path, error_class=None):
     try:
-        with open(path, encoding="utf-8") as f:
+        with file_system(path).open(path) as f:
             return json.load(f)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ModelDirError(f"{path}: malformed JSON ({error})") from error
+        raise (error_class or ModelDirError)(f"{path}: malformed JSON ({error})") from error
 
 
 def _pretrained_left_to_right(model_dir):
@@ -95,15 +108,15 @@ def read_do_lower_case(model_dir, vocab=None):
     (`vocab`: the directory's `Vocabulary`, when read already)."""
     path = _require(model_dir, TOKENIZER_CONFIG_NAME)
     try:
-        with open(path, encoding="utf-8") as f:
+        with file_system(path).open(path) as f:
             values = json.load(f)
         value = values["do_lower_case"]
     except (json.JSONDecodeError, KeyError, TypeError) as error:
         raise ModelDirError(f"{path}: expected {{\"do_lower_case\": true|false}} ({error})") from error
     if not isinstance(value, bool):
         raise ModelDirError(f"{path}: do_lower_case must be true or false, got {value!r}")
-    if vocab is None and os.path.exists(os.path.join(model_dir, VOCAB_NAME)):
-        vocab = Vocabulary.from_file(os.path.join(model_dir, VOCAB_NAME))
+    if vocab is None and file_system(model_dir).exists(os.path.join(model_dir, VOCAB_NAME)):
+        vocab = _read_vocab_file(os.path.join(model_dir, VOCAB_NAME))
     if vocab is not None and value != vocab.is_uncased():
         # An uncased vocabulary read without lower-casing maps every capitalized word to [UNK]
         # or pieces; a cased one read with it never sees its capitalized tokens.
@@ -120,9 +133,22 @@ def vocab_path(model_dir):
     return _require(model_dir, VOCAB_NAME)
 
 
+def _read_vocab_file(path):
+    """`Vocabulary.from_file`, of a local copy for a `scheme://` path (errors name `path`)."""
+    if not is_remote(path):
+        return Vocabulary.from_file(path)
+    local = local_copy(path)
+    try:
+        vocab = Vocabulary.from_file(local)
+    except VocabularyError as error:
+        raise VocabularyError(str(error).replace(local, path)) from None
+    vocab.path = path
+    return vocab
+
+
 def read_vocab(model_dir, config=None):
     """The `Vocabulary` of a model directory, checked against the config's vocab_size."""
-    vocab = Vocabulary.from_file(vocab_path(model_dir))
+    vocab = _read_vocab_file(vocab_path(model_dir))
     config = config or read_config(model_dir)
     vocab.check_size(config.vocab_size, os.path.join(model_dir, CONFIG_NAME))
     return vocab
@@ -139,6 +165,11 @@ def read_weights(model_dir):
 
     path = _require(model_dir, WEIGHTS_NAME)
     try:
+        if is_remote(path):
+            from safetensors.numpy import load  # pylint: disable=import-outside-toplevel
+
+            with file_system(path).open(path, "rb") as f:
+                return load(f.read())
         return load_file(path)
     except Exception as error:
         raise ModelDirError(f"{path}: cannot read safetensors weights ({error})") from error
@@ -167,6 +198,8 @@ class ModelDir:
     Raises `ModelDirError` (or `ConfigError` / `VocabularyError`) naming the file at fault.
     """
 
+    _vocab_copy = None  # vocab_file of a scheme:// directory
+
     def __init__(self, path):
         self.path = os.fspath(path)
         self.config = read_config(self.path)
@@ -181,7 +214,14 @@ class ModelDir:
 
     @property
     def vocab_file(self):
-        return os.path.join(self.path, VOCAB_NAME)
+        """`vocab.txt`'s path; of a `scheme://` directory, a local copy (the tokenizers read
+        local files)."""
+        path = os.path.join(self.path, VOCAB_NAME)
+        if is_remote(path):
+            if self._vocab_copy is None:
+                self._vocab_copy = local_copy(path)
+            return self._vocab_copy
+        return path
 
     @property
     def config_file(self):
@@ -226,7 +266,7 @@ def write_model_dir(output_dir, config, vocab, do_lower_case, weights=None, task
     if not isinstance(vocab, Vocabulary):
         vocab = Vocabulary.from_file(vocab)
     vocab.check_size(config.vocab_size)
-    os.makedirs(output_dir, exist_ok=True)
+    file_system(output_dir).makedirs(output_dir)
     config.to_json_file(os.path.join(output_dir, CONFIG_NAME))
     vocab.write(os.path.join(output_dir, VOCAB_NAME))
     write_json_atomic(os.path.join(output_dir, TOKENIZER_CONFIG_NAME),

@@ -13,7 +13,8 @@ import tensorflow as tf
 from absl import logging
 
 from bert_keras.common import outputs
-from bert_keras.common.files import describe_changes, remove_entries, write_json_atomic
+from bert_keras.common.files import (describe_changes, file_system, remove_entries,
+                                     write_json_atomic)
 from bert_keras.model import checkpoint_names
 from bert_keras.model.config import BertConfig, ConfigError, resolve_model_size
 from bert_keras.modeldir import model_dir as model_dir_lib
@@ -69,7 +70,7 @@ def _read_model_setup(options):
         init = ModelDir(options.init_model_dir)
         return _ModelSetup(init.config, init.vocab, init.do_lower_case, init.weights)
     if options.config is None:
-        if not os.path.exists(os.path.join(out, model_dir_lib.CONFIG_NAME)):
+        if not tf.io.gfile.exists(os.path.join(out, model_dir_lib.CONFIG_NAME)):
             raise ValueError("give config and vocab_file (or init_model_dir); output_dir holds no "
                              "config to resume from")
         earlier = ModelDir(out)
@@ -121,7 +122,7 @@ def write_run_files(options, setup, step=0):
     must share to resume) and `pretraining_options.json` (`options_record`)."""
     write_model_files(options, setup)
     checkpoints = os.path.join(options.output_dir, CHECKPOINTS_DIR)
-    os.makedirs(checkpoints, exist_ok=True)
+    file_system(checkpoints).makedirs(checkpoints)
     write_json_atomic(os.path.join(checkpoints, RUN_FILE), run_record(options, setup.config),
                       sort_keys=True, default=str)
     path = os.path.join(options.output_dir, model_dir_lib.PRETRAINING_OPTIONS_NAME)

@@ -42,7 +42,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_keras import precision
-from bert_keras.common.files import write_text_atomic
+from bert_keras.common.files import file_system, write_text_atomic
 from bert_keras.modeldir import model_dir as model_dir_lib
 from bert_keras.pretraining import inputs
 from bert_keras.pretraining.engine import LossNotFinite
@@ -243,7 +243,7 @@ def _write_eval_results(options, results, source):
     """eval_results.txt (`name = value` lines and the weights' source) and logs/eval."""
     lines = [f"{name} = {value}" for name, value in sorted(results.items())]
     lines.append(f"weights = {source}")
-    os.makedirs(options.output_dir, exist_ok=True)
+    file_system(options.output_dir).makedirs(options.output_dir)
     write_text_atomic(os.path.join(options.output_dir, EVAL_RESULTS_FILE), "\n".join(lines) + "\n")
     writer = tf.summary.create_file_writer(os.path.join(options.output_dir, "logs", "eval"))
     with writer.as_default(step=results["global_step"]):

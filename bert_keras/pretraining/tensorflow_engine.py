@@ -13,7 +13,6 @@ a resumed run draws the masks an uninterrupted one would.
 """
 
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -23,6 +22,7 @@ import tensorflow as tf
 from absl import logging
 
 from bert_keras import distribution
+from bert_keras.common.files import file_system
 from bert_keras.pretraining.engine import Engine, LossNotFinite
 from bert_keras.pretraining.losses import SUM_NAMES, metrics_from_sums
 from bert_keras.pretraining.output_dir import CHECKPOINTS_DIR
@@ -40,10 +40,11 @@ def remove_partial_checkpoints(directory):
     (['ckpt-500_temp'], [])
     """
     removed = []
-    if os.path.isdir(directory):
-        for name in sorted(os.listdir(directory)):
+    fs = file_system(directory)  # gs:// (any scheme://) through tf.io.gfile
+    if fs.isdir(directory):
+        for name in sorted(fs.listdir(directory)):
             if name.startswith("ckpt-") and name.endswith("_temp"):
-                shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+                fs.rmtree(os.path.join(directory, name), ignore_errors=True)
                 removed.append(name)
     return removed
 
