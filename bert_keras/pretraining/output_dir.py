@@ -70,7 +70,7 @@ def _read_model_setup(options):
         init = ModelDir(options.init_model_dir)
         return _ModelSetup(init.config, init.vocab, init.do_lower_case, init.weights)
     if options.config is None:
-        if not tf.io.gfile.exists(os.path.join(out, model_dir_lib.CONFIG_NAME)):
+        if not file_system(out).exists(os.path.join(out, model_dir_lib.CONFIG_NAME)):
             raise ValueError("give config and vocab_file (or init_model_dir); output_dir holds no "
                              "config to resume from")
         earlier = ModelDir(out)
