@@ -90,6 +90,31 @@ def test_the_same_initialization_on_both_sides_gives_a_margin_of_zero(sst2, tmp_
     assert all("selection" in run for key, run in runs.items() if "n=200" in key and "seed=1" in key)
 
 
+def _sides(a_scores, b_scores):
+    """A comparison's result as `compare_initializations` records it: per side the dev score
+    of each seed and their mean."""
+    return {"sides": {name: {"dev": list(scores), "dev_mean": float(np.mean(scores))}
+                      for name, scores in (("a", a_scores), ("b", b_scores))}}
+
+
+def test_clearly_better_needs_the_margin_and_twice_the_standard_error():
+    # Worked by hand: margin 0.80 - 0.70 = 0.10; each side's seed-to-seed sd is 0.01 (ddof=1)
+    # over 3 seeds, so the standard error of the difference is sqrt(2 * 0.01**2 / 3) = 0.0082.
+    result = _sides([0.79, 0.80, 0.81], [0.69, 0.70, 0.71])
+    assert transfer.clearly_better(result, "a", "b") is True
+    assert transfer.clearly_better(result, "b", "a") is False
+    # Zero spreads (one seed's score repeated): the 3-point margin alone decides, 0.029 is
+    # just below it, 0.031 just above.
+    assert transfer.clearly_better(_sides([0.729, 0.729], [0.70, 0.70]), "a", "b") is False
+    assert transfer.clearly_better(_sides([0.731, 0.731], [0.70, 0.70]), "a", "b") is True
+    # A margin of 0.05 (above 3 points) against twice the standard error of the difference:
+    # seeds 0.7755 and 0.8245 (sd 0.03465, se 0.0245 against 0.75 twice) pass, seeds 0.7745 and
+    # 0.8255 (se 0.0255) do not, nor 0.70 and 0.90 (se 0.1).
+    assert transfer.clearly_better(_sides([0.7755, 0.8245], [0.75, 0.75]), "a", "b") is True
+    assert transfer.clearly_better(_sides([0.7745, 0.8255], [0.75, 0.75]), "a", "b") is False
+    assert transfer.clearly_better(_sides([0.70, 0.90], [0.75, 0.75]), "a", "b") is False
+
+
 def test_a_rerun_continues_from_the_recorded_runs(sst2, tmp_path):
     task, config, weights, sweep = sst2
     state = str(tmp_path / "runs.json")
