@@ -41,6 +41,7 @@ from absl import logging
 from keras import ops
 
 from bert_keras import distribution, optimization
+from bert_keras.common.files import file_system, write_atomic
 from bert_keras.model.pretraining_model import build_pretraining_model, pretraining_weight_map
 from bert_keras.pretraining import inputs, losses
 from bert_keras.pretraining.engine import Engine, LossNotFinite
@@ -128,9 +129,8 @@ def _checkpoint_variables(trainer):
 
 def save_checkpoint(trainer, path):
     """Writes every checkpointed variable of `trainer` to `path` (an .npz; a local path or any
-    file system of `tf.io.gfile`, e.g. gs://), whole: written beside, then renamed."""
-    import tensorflow as tf
-
+    file system of `tf.io.gfile`, e.g. gs://), whole: written beside, then renamed
+    (`bert_keras.common.files.write_atomic`)."""
     arrays = {}
     for group, variables in _checkpoint_variables(trainer).items():
         arrays[f"{group}/paths"] = np.array([v.path for v in variables])
@@ -138,23 +138,13 @@ def save_checkpoint(trainer, path):
             arrays[f"{group}/{index}"] = keras.ops.convert_to_numpy(variable.value)
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
-    tf.io.gfile.makedirs(os.path.dirname(path))
-    temporary = f"{path}.tmp-{os.getpid()}"
-    try:
-        with tf.io.gfile.GFile(temporary, "wb") as f:
-            f.write(buffer.getvalue())
-        tf.io.gfile.rename(temporary, path, overwrite=True)
-    finally:
-        if tf.io.gfile.exists(temporary):
-            tf.io.gfile.remove(temporary)
+    write_atomic(path, buffer.getvalue())
 
 
 def restore_checkpoint(trainer, path, groups=("model", "optimizer")):
     """Assigns the variables of `groups` from a `save_checkpoint` file; a checkpoint of another
     model or optimizer stops with its path and the first variable that differs."""
-    import tensorflow as tf
-
-    with tf.io.gfile.GFile(path, "rb") as f:
+    with file_system(path).open(path, "rb") as f:
         data = io.BytesIO(f.read())
     with np.load(data, allow_pickle=False) as stored:
         for group in groups:

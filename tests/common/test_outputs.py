@@ -132,6 +132,28 @@ def test_start_over_removes_what_the_tool_wrote_and_nothing_else(tmp_path):
     assert os.path.exists(os.path.join(out, "model.safetensors"))
 
 
+def test_on_a_bucket_the_manifest_is_kept_and_start_over_removes_only_it_but_nothing_is_locked(
+        tmp_path, monkeypatch, caplog):
+    # TensorFlow's in-memory ram:// file system stands in for a bucket (gs://): tf.io.gfile.
+    import tensorflow as tf
+
+    from bert_keras.common.files import write_text_atomic
+
+    monkeypatch.chdir(tmp_path)
+    out = "ram://bucket/test_outputs/out"
+    write_text_atomic(f"{out}/notes.txt", "mine")
+    with caplog.at_level(logging.WARNING), outputs.output_lock(out), \
+            outputs.recording_outputs(out, "tool_a"):
+        assert not tf.io.gfile.exists(f"{out}/{outputs.LOCK_NAME}")
+        for name in ("checkpoints/ckpt-1.index", "model.safetensors"):
+            write_text_atomic(f"{out}/{name}", "written by the tool")
+    assert f"{out} is not locked (an object store has no atomic create)" in caplog.text
+    assert outputs.recorded_outputs(out) == ["checkpoints/ckpt-1.index", "model.safetensors"]
+    assert outputs.remove_recorded_outputs(out, "tool_a") == ["checkpoints/ckpt-1.index",
+                                                               "model.safetensors"]
+    assert tf.io.gfile.listdir(out) == ["notes.txt"] and os.listdir(tmp_path) == []
+
+
 def test_the_files_of_a_killed_run_are_listed_by_the_next(tmp_path):
     out = str(tmp_path / "out")
     write(os.path.join(out, "notes.txt"), "mine")

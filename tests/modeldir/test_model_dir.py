@@ -67,6 +67,48 @@ def test_errors_name_the_file(tmp_path):
         ModelDir(path)
 
 
+def test_a_model_dir_on_a_bucket_is_written_and_read_through_tf_io_gfile(tmp_path, monkeypatch):
+    # TensorFlow's in-memory ram:// file system stands in for a bucket (gs://).
+    import tensorflow as tf
+
+    from bert_keras.text.vocab import VocabularyError
+
+    monkeypatch.chdir(tmp_path)
+    path = "ram://bucket/test_model_dir/model"
+    _write(path, {"bert/pooler/dense/bias": np.arange(128, dtype="float32")},
+           {"task": "glue/sst2"})
+    _write(tmp_path / "local", {"bert/pooler/dense/bias": np.arange(128, dtype="float32")},
+           {"task": "glue/sst2"})
+    assert os.listdir(tmp_path) == ["local"]  # nothing under a local "ram:" folder
+    assert sorted(tf.io.gfile.listdir(path)) == sorted(os.listdir(tmp_path / "local"))
+    for name in ("bert_config.json", "vocab.txt", "tokenizer_config.json", "task_config.json"):
+        with tf.io.gfile.GFile(f"{path}/{name}", "rb") as f:
+            assert f.read() == (tmp_path / "local" / name).read_bytes(), name
+    model = ModelDir(path)
+    assert (model.config.hidden_size, list(model.vocab.tokens), model.do_lower_case,
+            model.task_config) == (128, TOKENS, True, {"task": "glue/sst2"})
+    np.testing.assert_array_equal(model.weights["bert/pooler/dense/bias"], np.arange(128))
+    assert model.vocab.path == f"{path}/vocab.txt" and model.config_file == f"{path}/bert_config.json"
+    assert "://" not in model.vocab_file and open(model.vocab_file).read().split() == TOKENS
+    assert loading.load_preprocessor(path, seq_length=4)(["hello"])["input_word_ids"].numpy() \
+        .tolist() == [[2, 5, 3, 0]]
+    # Errors name the file on the bucket. (ram://'s GFile "w" appends to a file that is there:
+    # remove it first.)
+    tf.io.gfile.remove(f"{path}/vocab.txt")
+    with tf.io.gfile.GFile(f"{path}/vocab.txt", "w") as f:
+        f.write("[PAD]\n\n")
+    with pytest.raises(VocabularyError, match=rf"^{path}/vocab.txt: line 2: empty token"):
+        ModelDir(path)
+    tf.io.gfile.remove(f"{path}/bert_config.json")
+    with tf.io.gfile.GFile(f"{path}/bert_config.json", "w") as f:
+        f.write("{")
+    with pytest.raises(model_dir_lib.ConfigError, match=rf"{path}/bert_config.json: malformed"):
+        ModelDir(path)
+    tf.io.gfile.remove(f"{path}/bert_config.json")
+    with pytest.raises(ModelDirError, match=rf"{path}: missing bert_config.json"):
+        ModelDir(path)
+
+
 def test_loaders_accept_a_model_dir_value(tmp_path):
     path = tmp_path / "model"
     config = bert_keras.BertConfig.from_preset("tiny", vocab_size=len(TOKENS))
