@@ -198,10 +198,11 @@ def release_lock(path):
 
 
 @contextlib.contextmanager
-def output_lock(directory, name=LOCK_NAME):
+def output_lock(directory, name=LOCK_NAME, flag="--output_dir"):
     """Holds `directory/name` while the block runs (creating `directory`); a lock this process
     already holds is held again without a second file (a tool run inside another, as the main
-    job's stages).
+    job's stages). A file where the directory should be is refused (`OutputInUseError` naming
+    `flag`), untouched.
 
     `scheme://` directories are not locked (a warning says so): an object store (Cloud Storage)
     has no atomic create, and a lock left by a preempted machine would refuse the rerun that
@@ -215,6 +216,8 @@ def output_lock(directory, name=LOCK_NAME):
                             "no other run writes there at the same time", directory)
         yield
         return
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise OutputInUseError(f"{flag}={directory} is a file, not a directory")
     os.makedirs(directory, exist_ok=True)
     with _holding(os.path.join(directory, name), directory):
         yield

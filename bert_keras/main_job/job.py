@@ -217,7 +217,7 @@ def run_main_job(options):
     check_options(options)
     check_work_dir(options)
     paths = options.paths()
-    with outputs.output_lock(paths["root"]), outputs.recording_outputs(paths["root"], TOOL):
+    with outputs.output_lock(paths["root"], flag="--work_dir"), outputs.recording_outputs(paths["root"], TOOL):
         return _run_stages(options, paths)
 
 
