@@ -5,7 +5,9 @@ predictions of the batch, whatever the padding."""
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+from helpers.support import required_module
+
+torch = required_module("torch", 'pip install -e ".[test]"')
 
 from bert_keras.pretraining import losses  # noqa: E402
 

@@ -14,8 +14,10 @@ import os
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+from helpers.support import required_module
+
+torch = required_module("torch", 'pip install -e ".[test]"')
+transformers = required_module("transformers", 'pip install -e ".[test]"')
 
 import keras  # noqa: E402
 
