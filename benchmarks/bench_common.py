@@ -277,7 +277,7 @@ def print_table(rows, columns):
 # name is the benchmark followed by its variant (`encoder_base`: benchmark `encoder`, variant
 # `base`). Git keeps the earlier runs.
 BENCHMARKS = ("ablations", "encoder", "end_to_end", "export", "finetuning_quality",
-              "finetuning_trajectory", "lite_accuracy", "pretraining_data",
+              "finetuning_trajectory", "first_request", "lite_accuracy", "pretraining_data",
               "pretraining_quality", "pretraining_step", "profile_ops", "small_matmuls",
               "tokenizer", "tokenizer_paths", "transfer_device", "transfer_parts",
               "transfer_probe", "vocab_builder")

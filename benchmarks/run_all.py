@@ -43,6 +43,9 @@ def commands(quick, wikitext_dir, glue_dir, gpu_peak_tflops=None, model_dir=None
         # Our exports with and without --xla_batch_1, HF PyTorch and ONNX Runtime, each runtime
         # in a process of its own.
         [python, os.path.join(HERE, "bench_end_to_end.py"), "--plain_graph_too"],
+        # First requests of each new length against steady state, each export in a fresh
+        # process (batch 1, MRPC dev pairs), with and without --xla_batch_1.
+        [python, os.path.join(HERE, "bench_first_request.py")],
         # Batch 1's floor: the encoder's matmuls alone at a few rows, per runtime.
         [python, os.path.join(HERE, "bench_small_matmuls.py")],
         [python, os.path.join(HERE, "bench_pretraining_step.py")]

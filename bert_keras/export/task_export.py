@@ -32,11 +32,12 @@ token_tagging, feature_based_bilstm (CoNLL-2003 NER)
     `entity_score` float32 [batch, max_entities] (the mean probability of the entity's word
     tags, 0 as padding), `num_entities` int32 [batch].
 
-The fine-tuned weights are folded into the serving graph as constants
-(`ConstantWeightsModel`), so that TensorFlow's CPU kernels can prepare each weight matrix once
-instead of on every call: about 15-25% less time per call at batch 1 on a CPU (MiniLM pair
-classifier, `docs/benchmarks.md`), the same outputs. The SavedModel therefore holds no weight
-variables; the model directory stays the place to fine-tune from.
+The fine-tuned weights are variables of the SavedModel (in `variables/`), read by the serving
+graph. Folding them into the graph as constants (`constant_weights=True`, `ConstantWeightsModel`)
+gives the same outputs and, measured again on a 2-core AVX2 EPYC, the same time per call at
+batch 1 and 32, but a graph of the weights' size that TensorFlow copies and optimizes on the
+first request of every fresh process: 6.4-8.3 s against 1.7-2.1 s (MiniLM pair classifier;
+`benchmarks/bench_first_request.py`, `docs/export.md`).
 
 Padding costs nothing: the packed windows of a batch are cut to its longest sequence (rounded
 up to a multiple of 16) before the model runs, and per-position outputs are padded back, so a
@@ -102,7 +103,7 @@ MAX_CONSTANT_BYTES = 1_500_000_000
 class ConstantWeightsModel:
     """A Keras model's inference call (`plain_inference`: `training=False`, the real tokens
     only) with its weights folded into the graph as constants, and the model's `head`; what
-    `TaskModule` runs when exporting.
+    `TaskModule` runs when exported with `constant_weights=True`.
 
     Called like the model on a dict of its inputs; returns the model's outputs.
 
@@ -253,9 +254,13 @@ def _serving(head):
 
 # ------------------------------------------------------------------------------- exporting
 def build_task_module(model_dir, seq_length=None, dtype="float32", max_windows=None,
-                      tokenizer=None, xla_batch_1=False):
+                      tokenizer=None, xla_batch_1=False, constant_weights=False):
     """The exportable raw-text task model of a fine-tuned model directory (`xla_batch_1`:
-    float32 models run a batch of one through an XLA-compiled copy; see `ExportOptions`)."""
+    float32 models run a batch of one through an XLA-compiled copy; see `ExportOptions`).
+
+    `constant_weights`: fold the weights into the serving graph (`ConstantWeightsModel`, up to
+    `MAX_CONSTANT_BYTES`) instead of keeping them as variables: the same outputs, no faster on
+    the CPUs measured, and a first request seconds slower in every fresh process."""
     from bert_keras.finetuning.task_models import load_task_model
 
     model_dir = ModelDir.of(model_dir)
@@ -271,9 +276,9 @@ def build_task_module(model_dir, seq_length=None, dtype="float32", max_windows=N
     model_dir.check_seq_length(seq_length, "--seq_length", TaskExportError)
     model, task_config = load_task_model(model_dir, dtype=dtype_policy(dtype))
     weight_bytes = sum(math.prod(v.shape) * 4 for v in model.weights)
-    if weight_bytes <= MAX_CONSTANT_BYTES:
+    if constant_weights and weight_bytes <= MAX_CONSTANT_BYTES:
         model = ConstantWeightsModel(model)
-    else:
+    elif constant_weights:
         logger.info("%s: %.1f GB of weights: kept as variables (a graph of constants must fit "
                     "in 2 GB)", model_dir.path, weight_bytes / 1e9)
     if tokenizer is None:
@@ -296,10 +301,11 @@ def save_task_module(module, export_dir):
 
 
 def export_task_from_model_dir(model_dir, export_dir, seq_length=None, dtype="float32",
-                               max_windows=None, xla_batch_1=False):
+                               max_windows=None, xla_batch_1=False, constant_weights=False):
     """Writes the raw-text task SavedModel of a fine-tuned model directory; returns export_dir."""
     return save_task_module(build_task_module(model_dir, seq_length, dtype, max_windows,
-                                              xla_batch_1=xla_batch_1), export_dir)
+                                              xla_batch_1=xla_batch_1,
+                                              constant_weights=constant_weights), export_dir)
 
 
 __all__ = ["TaskModule", "ConstantWeightsModel", "TaskExportError", "build_task_module",
