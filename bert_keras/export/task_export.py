@@ -224,7 +224,8 @@ def checked_shapes(function):
     its inputs: a [1, 2] batch of strings into a [batch] input was read as 2 texts (2 results),
     a scalar failed in a slice. `tf.ensure_shape` refuses them in the graph, naming the input
     and the shape expected: "Shape of tensor text_a [1,2] is not compatible with expected shape
-    [?]". Its cost is a shape comparison per input.
+    [?]". The inputs are checked in order, so that of several bad ones the first is named.
+    Its cost is a shape comparison per input.
     """
     import inspect
 
@@ -233,9 +234,13 @@ def checked_shapes(function):
 
     def call(*args, **kwargs):
         inputs = dict(zip(names, args), **kwargs)
-        return function(*[tf.ensure_shape(inputs[spec.name], spec.shape,
-                                          name=f"{spec.name}_must_be_{_shape_words(spec.shape)}")
-                          for spec in specs])
+        checked = []
+        for spec in specs:  # in order: of several bad inputs, the first is the one named
+            with tf.control_dependencies(checked[-1:]):
+                checked.append(tf.ensure_shape(
+                    inputs[spec.name], spec.shape,
+                    name=f"{spec.name}_must_be_{_shape_words(spec.shape)}"))
+        return function(*checked)
 
     call.__signature__ = inspect.Signature(
         [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names])
