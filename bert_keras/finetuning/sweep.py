@@ -10,7 +10,7 @@ once; each `run` then
 
 1. assigns the run's initial encoder weights ({original BERT name: array}, e.g. a model
    directory's `model.safetensors`) and draws a fresh task head from the run's seed
-   (BERT's truncated normal, zero biases),
+   (a normal of standard deviation `initializer_range`, zero biases, as `run_finetuning`),
 2. zeroes the optimizer's moments and step count and sets the schedule's peak learning rate,
    warm-up and length (10% linear warm-up, then linear decay to 0, as `run_finetuning`),
 3. trains with `keras.Model.fit` on the run's examples (shuffled with the run's seed; dropout

@@ -69,8 +69,9 @@ def random_encoder_weights(config, seed):
 
 def initial_head_weights(variable_map, initializer_range, seed):
     """{name: array} of a fresh task head for the `task/...` entries of `variable_map`
-    (`task_weight_map`): kernels from BERT's normal truncated at two standard deviations of
-    `initializer_range`, biases zero, drawn in the map's order from `seed`.
+    (`task_weight_map`): kernels from a normal distribution of standard deviation
+    `initializer_range` (the heads' initializer, `tasks.models.initializer`), biases zero, drawn
+    in the map's order from `seed`.
 
     >>> import bert_keras
     >>> model = build_classifier(bert_keras.BertConfig.from_preset("tiny", vocab_size=50))
@@ -86,11 +87,7 @@ def initial_head_weights(variable_map, initializer_range, seed):
             continue
         shape = tuple(variable.shape)
         if name.endswith("kernel"):
-            values = rng.standard_normal(shape)
-            while np.any(np.abs(values) > 2):  # truncated at two standard deviations
-                outside = np.abs(values) > 2
-                values[outside] = rng.standard_normal(int(outside.sum()))
-            arrays[name] = (values * initializer_range).astype("float32")
+            arrays[name] = (rng.standard_normal(shape) * initializer_range).astype("float32")
         else:
             arrays[name] = np.zeros(shape, "float32")
     return arrays

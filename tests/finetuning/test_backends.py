@@ -124,8 +124,14 @@ def test_fine_tuning_takes_the_same_steps_on_jax_and_tensorflow(task_dir):
     moved = 0
     for name in weights:
         if name[2:] not in initial:  # the head: drawn from the seed, not in the model directory
-            scale = np.abs(tf_arrays[name]).max()
-            assert np.abs(tf_arrays[name] - jax_arrays[name]).max() <= 0.01 * scale, name
+            difference = tf_arrays[name] - jax_arrays[name]
+            if name.endswith("bias"):
+                # Starts at zero, so its value is its update: held to the encoder's 3% below.
+                apart = np.linalg.norm(difference) / np.linalg.norm(tf_arrays[name])
+                assert apart <= 0.03, (name, apart)
+            else:
+                scale = np.abs(tf_arrays[name]).max()
+                assert np.abs(difference).max() <= 0.01 * scale, name
             continue
         update = tf_arrays[name] - initial[name[2:]]
         if np.abs(update).max() < 1e-5:
