@@ -334,17 +334,26 @@ def test_a_rerun_with_other_settings_is_refused(finished_job):
 def test_start_over_removes_only_what_the_job_writes(tmp_path):
     from bert_keras.main_job import job
 
+    # A work directory of a job that kept no manifest: its stage records and its own files.
     options = main_job.MainJobOptions(work_dir=str(tmp_path / "work"), start_over=True)
     paths = options.paths()
+    written = []
     for key, path in paths.items():
-        if key != "root":
+        if key not in ("root", "stages"):
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w") as f:
                 f.write(key)
+            written.append(os.path.relpath(path, paths["root"]))
+    os.makedirs(paths["stages"])
+    (tmp_path / "work" / "stages" / "data.json").write_text("{}")
     (tmp_path / "work" / "notes.txt").write_text("the user's own file")
     removed = job.remove_outputs(options)
-    assert "stages" in removed and "data" in removed and "results.json" in removed
-    assert os.listdir(tmp_path / "work") == ["notes.txt"]
+    assert sorted(removed) == sorted(written + [os.path.join("stages", "data.json")])
+    assert "results.json" in removed
+    assert (tmp_path / "work" / "notes.txt").read_text() == "the user's own file"
+    left = [os.path.join(folder, name) for folder, _, names in os.walk(tmp_path / "work")
+            for name in names]
+    assert left == [str(tmp_path / "work" / "notes.txt")]
 
 
 def test_an_interrupted_stage_is_redone(finished_job, tmp_path):

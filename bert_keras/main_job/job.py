@@ -217,8 +217,24 @@ def run_main_job(options):
     check_options(options)
     check_work_dir(options)
     paths = options.paths()
+    # The inputs of the stages still to run are read and checked before the work directory is
+    # made: bad input leaves nothing a rerun could take for a finished stage.
+    _check_stage_inputs(options, paths)
     with outputs.output_lock(paths["root"], flag="--work_dir"), outputs.recording_outputs(paths["root"], TOOL):
         return _run_stages(options, paths)
+
+
+def _check_stage_inputs(options, paths):
+    """The corpus and fine-tuning data of the stages that have not finished (all of them
+    with --start_over), checked; raises naming the file."""
+    def finished(stage):
+        return not options.start_over and os.path.exists(
+            os.path.join(paths["stages"], f"{stage}.json"))
+
+    if not finished("data"):
+        stages_lib.check_inputs(options)
+    if not finished("finetune"):
+        stages_lib.check_finetune_inputs(options)
 
 
 def _run_stages(options, paths):
@@ -228,10 +244,6 @@ def _run_stages(options, paths):
             print(f"--start_over: removed {len(removed)} file(s) the job wrote in "
                   f"{paths['root']} ({', '.join(sorted({name.split('/')[0] for name in removed}))})",
                   flush=True)
-    if not os.path.exists(os.path.join(paths["stages"], "data.json")):
-        stages_lib.check_inputs(options)
-    if not os.path.exists(os.path.join(paths["stages"], "finetune.json")):
-        stages_lib.check_finetune_inputs(options)
     check_same_settings(options)
     os.makedirs(paths["root"], exist_ok=True)
     write_text_atomic(paths["options"], json.dumps(_settings(options), indent=2, sort_keys=True)
