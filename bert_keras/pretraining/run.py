@@ -83,6 +83,7 @@ def train(options, strategy=None):
     `strategy`: a `tf.distribute` strategy for the TensorFlow engine (default: `--strategy`)."""
     options.validate()
     check_inputs(options)
+    inputs.expand_file_pattern(options.input_files)  # no record files: nothing is written
     engine = engine_class()(options, "train", strategy)
     with claimed_output_dir(options, engine.is_chief):  # the lock, the manifest
         return _train(options, engine)
@@ -210,6 +211,7 @@ def evaluate(options, strategy=None):
     Writes `eval_results.txt` (`name = value` lines, as the original) and returns the dict.
     """
     options.validate()
+    inputs.expand_file_pattern(options.input_files)  # no record files: nothing is written
     engine = engine_class()(options, "eval", strategy)
     with claimed_output_dir(options, engine.is_chief):
         return _evaluate(options, engine)
