@@ -8,7 +8,6 @@ The tools run in this process through their library entry points (the command-li
 processes.
 """
 
-import hashlib
 import json
 import logging
 import os
@@ -35,25 +34,14 @@ from bert_keras.pretraining.run import PretrainingOptions, train
 from helpers import pretraining_run_fixtures as fx
 from helpers.finetuning_fixtures import data_dir, fixture, tiny_model_dir
 from helpers.model_fixtures import random_weights, tiny_vocab_tokens
-from helpers.support import REPO_ROOT
+from helpers.support import REPO_ROOT, file_hashes
 
 SEQ, PRED = 32, 5
 
 
-def hashes(root):
-    """{relative path: SHA-256} of every file under `root` (lock files aside)."""
-    found = {}
-    for folder, _, names in os.walk(root):
-        for name in names:
-            path = os.path.join(folder, name)
-            with open(path, "rb") as f:
-                found[os.path.relpath(path, root)] = hashlib.sha256(f.read()).hexdigest()
-    return found
-
-
 def unchanged(before, root):
-    """Every file of `before` (a `hashes` record) is still there, byte for byte."""
-    now = hashes(root)
+    """Every file of `before` (a `file_hashes` record) is still there, byte for byte."""
+    now = file_hashes(root)
     return {name: now.get(name) for name in before} == before
 
 
@@ -64,7 +52,7 @@ def plant(root, names):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
             f.write(f"the user's {name}\n")
-    return hashes(root)
+    return file_hashes(root)
 
 
 class LockHolder:
@@ -124,7 +112,7 @@ def test_pretraining_refuses_to_write_over_its_inputs(records, tmp_path):
     for output_dir, overrides, message in refusals:
         with pytest.raises(ValueError, match=message):
             train(pretraining_options(records, output_dir, **overrides))
-    assert hashes(str(tmp_path)) == before
+    assert file_hashes(str(tmp_path)) == before
 
 
 def test_pretraining_start_over_and_a_resume_with_other_settings_keep_the_user_s_files(
@@ -187,7 +175,7 @@ QUICK = dict(learning_rate=1e-3, train_batch_size=2, num_train_epochs=2, max_seq
 
 def test_finetuning_refuses_its_input_or_another_model_as_output(glue, tmp_path):
     other = tiny_model_dir(tmp_path, [fixture("glue", "MRPC", "dev.tsv")], name="pretrained")
-    before_init, before_other = hashes(glue.init), hashes(other)
+    before_init, before_other = file_hashes(glue.init), file_hashes(other)
     with pytest.raises(OutputOverInputError, match=r"--output_dir=.* is --init_model_dir="):
         run_finetuning("glue/mrpc", glue.data, glue.init, glue.init, **QUICK)
     with pytest.raises(OutputOverInputError,
@@ -199,11 +187,11 @@ def test_finetuning_refuses_its_input_or_another_model_as_output(glue, tmp_path)
     data.mkdir(parents=True)
     for name in os.listdir(glue.data):
         (data / name).write_bytes(open(os.path.join(glue.data, name), "rb").read())
-    before_run = hashes(str(tmp_path / "run"))
+    before_run = file_hashes(str(tmp_path / "run"))
     with pytest.raises(OutputOverInputError, match=r"--output_dir=.*run holds --data_dir="):
         run_finetuning("glue/mrpc", str(data), glue.init, str(tmp_path / "run"), **QUICK)
-    assert hashes(glue.init) == before_init and hashes(other) == before_other
-    assert hashes(str(tmp_path / "run")) == before_run
+    assert file_hashes(glue.init) == before_init and file_hashes(other) == before_other
+    assert file_hashes(str(tmp_path / "run")) == before_run
     with LockHolder(str(tmp_path / "out")) as holder:
         with pytest.raises(OutputInUseError, match=rf"pid {holder.pid}"):
             run_finetuning("glue/mrpc", glue.data, glue.init, str(tmp_path / "out"), **QUICK)
@@ -273,7 +261,7 @@ def test_convert_refuses_its_input_and_another_model_then_keeps_the_user_s_files
 
 
 def test_export_refuses_its_model_directory_and_a_second_export(glue, tmp_path):
-    before = hashes(glue.init)
+    before = file_hashes(glue.init)
     parent = os.path.dirname(glue.init)
     for export_dir, message in ((glue.init, "--export_dir=.* is --model_dir="),
                                 (parent, "--export_dir=.* holds --model_dir=")):
@@ -283,30 +271,30 @@ def test_export_refuses_its_model_directory_and_a_second_export(glue, tmp_path):
     with LockHolder(export_dir, beside=True) as holder:
         with pytest.raises(OutputInUseError, match=rf"pid {holder.pid} .*{export_dir}.lock"):
             ExportOptions(kind="encoder", model_dir=glue.init, export_dir=export_dir).export()
-    assert hashes(glue.init) == before and not os.path.exists(export_dir)
+    assert file_hashes(glue.init) == before and not os.path.exists(export_dir)
 
 
 def test_build_vocab_refuses_to_replace_its_input_file(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("The cat sat on the mat.\nThe dog sat on the log.\n" * 20)
-    before = hashes(str(tmp_path))
+    before = file_hashes(str(tmp_path))
     result = subprocess.run(
         [sys.executable, os.path.join(REPO_ROOT, "tools", "build_vocab.py"), f"--input_files={corpus}",
          "--vocab_size=50", f"--output={corpus}"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr
     assert (f"error: --output={corpus} is --input_files={corpus}: writing there would replace "
             "the input") in result.stderr
-    assert hashes(str(tmp_path)) == before
+    assert file_hashes(str(tmp_path)) == before
 
 
 # ------------------------------------------------------------------------------ main job
 def test_main_job_refuses_its_inputs_a_model_directory_and_a_second_run(glue, tmp_path):
     books = os.path.dirname(BOOKS_TRAIN_FILE)
-    before_books = hashes(books)
+    before_books = file_hashes(books)
     # A work directory whose data/ folder would hold the job's records over the input text.
     work = tmp_path / "work"
     plant(str(work), ["data/train.txt"])
-    before = hashes(str(tmp_path))
+    before = file_hashes(str(tmp_path))
     refusals = [
         (MainJobOptions(work_dir=str(work), input_files=str(work / "data" / "train.txt")),
          "--work_dir=.* holds --input_files="),
@@ -320,7 +308,7 @@ def test_main_job_refuses_its_inputs_a_model_directory_and_a_second_run(glue, tm
     with LockHolder(str(other)) as holder:
         with pytest.raises(OutputInUseError, match=rf"pid {holder.pid}"):
             main_job.run_main_job(MainJobOptions(work_dir=str(other)))
-    assert hashes(books) == before_books and unchanged(before, str(tmp_path))
+    assert file_hashes(books) == before_books and unchanged(before, str(tmp_path))
 
 
 def test_main_job_start_over_removes_what_the_job_wrote_and_nothing_else(tmp_path):
@@ -345,5 +333,5 @@ def test_main_job_start_over_removes_what_the_job_wrote_and_nothing_else(tmp_pat
             f.write("checkpoint")
     removed = main_job.remove_outputs(options)
     assert sorted(removed) == sorted(written) and len(written) == len(paths) + 1
-    assert hashes(paths["root"]) == before
+    assert file_hashes(paths["root"]) == before
     assert sorted(os.listdir(paths["root"])) == ["data", "export", "model", "notes.txt"]

@@ -4,7 +4,6 @@ removes and nothing else; exit status 3 for a failure of the machine; preset nam
 paths. Every case checks that the files that were there are unchanged, byte for byte."""
 
 import errno
-import hashlib
 import json
 import logging
 import os
@@ -18,16 +17,7 @@ from bert_keras.common import cli, outputs
 from bert_keras.common.outputs import OutputInUseError, OutputOverInputError
 from bert_keras.model.config import BertConfig, ConfigError, config_from_size, resolve_model_size
 
-
-def hashes(root):
-    """{relative path: SHA-256} of every file under `root`."""
-    found = {}
-    for folder, _, names in os.walk(root):
-        for name in names:
-            path = os.path.join(folder, name)
-            with open(path, "rb") as f:
-                found[os.path.relpath(path, root)] = hashlib.sha256(f.read()).hexdigest()
-    return found
+from helpers.support import file_hashes
 
 
 def write(path, text):
@@ -48,7 +38,7 @@ def model_dir(tmp_path):
 
 # ----------------------------------------------------------------------------- over inputs
 def test_an_output_that_is_an_input_is_refused_naming_both_flags(tmp_path, model_dir):
-    before = hashes(tmp_path)
+    before = file_hashes(tmp_path)
     with pytest.raises(OutputOverInputError, match=r"--output_dir=.*model is --init_model_dir="):
         outputs.check_not_over_inputs(model_dir, "output_dir", [("init_model_dir", model_dir)])
     # Through another spelling of the same folder: a trailing separator, a symbolic link.
@@ -63,14 +53,14 @@ def test_an_output_that_is_an_input_is_refused_naming_both_flags(tmp_path, model
     for output in (corpus, tmp_path / "same.txt"):
         with pytest.raises(OutputOverInputError, match="is --input_files="):
             outputs.check_not_over_inputs(str(output), "output", [("input_files", [str(corpus)])])
-    assert {name: digest for name, digest in hashes(tmp_path).items()
+    assert {name: digest for name, digest in file_hashes(tmp_path).items()
             if name in before} == before
 
 
 def test_an_output_directory_holding_an_input_is_refused_where_the_tool_writes(tmp_path,
                                                                               model_dir):
     out = str(tmp_path)
-    before = hashes(tmp_path)
+    before = file_hashes(tmp_path)
     with pytest.raises(OutputOverInputError, match="holds --init_model_dir="):
         outputs.check_not_over_inputs(out, "output_dir", [("init_model_dir", model_dir)])
     # A tool that writes only some names there: an input elsewhere in the folder is safe.
@@ -83,12 +73,12 @@ def test_an_output_directory_holding_an_input_is_refused_where_the_tool_writes(t
     outputs.check_not_over_inputs(os.path.join(model_dir, "export"), "export_dir",
                                   [("model_dir", model_dir)])
     outputs.check_not_over_inputs("gs://bucket/out", "output_dir", [("input", "gs://bucket/out")])
-    assert hashes(tmp_path) == before
+    assert file_hashes(tmp_path) == before
 
 
 def test_an_output_directory_holding_a_model_the_tool_did_not_write_is_refused(tmp_path,
                                                                               model_dir):
-    before = hashes(tmp_path)
+    before = file_hashes(tmp_path)
     with pytest.raises(OutputOverInputError, match=r"holds bert_config.json that tool_a did not"):
         outputs.check_no_foreign_files(model_dir, "output_dir", "tool_a")
     user_checkpoints = tmp_path / "run" / "checkpoints" / "ckpt-1.index"
@@ -102,7 +92,7 @@ def test_an_output_directory_holding_a_model_the_tool_did_not_write_is_refused(t
     outputs.check_no_foreign_files(fresh, "output_dir", "tool_a")
     with pytest.raises(OutputOverInputError, match="holds the outputs of tool_a"):
         outputs.check_no_foreign_files(fresh, "output_dir", "tool_b")
-    assert {name: digest for name, digest in hashes(tmp_path).items() if name in before} == before
+    assert {name: digest for name, digest in file_hashes(tmp_path).items() if name in before} == before
 
 
 # ------------------------------------------------------------------------------ the manifest
@@ -112,7 +102,7 @@ def test_start_over_removes_what_the_tool_wrote_and_nothing_else(tmp_path):
             "logs/train/notes.txt": "in logs", "export/encoder/notes.txt": "in export"}
     for name, text in mine.items():
         write(os.path.join(out, name), text)
-    before = hashes(out)
+    before = file_hashes(out)
     with outputs.output_lock(out), outputs.recording_outputs(out, "tool_a"):
         for name in ("checkpoints/ckpt-1.index", "logs/train/events.out", "model.safetensors",
                      "export/encoder/saved_model.pb", "new/deep/file.txt"):
@@ -122,7 +112,7 @@ def test_start_over_removes_what_the_tool_wrote_and_nothing_else(tmp_path):
         "model.safetensors", "new/deep/file.txt"]
     removed = outputs.remove_recorded_outputs(out, "tool_a")
     assert len(removed) == 5
-    assert hashes(out) == before  # the user's four files, unchanged; the tool's folder "new" gone
+    assert file_hashes(out) == before  # the user's four files, unchanged; the tool's folder "new" gone
     assert not os.path.exists(os.path.join(out, "new"))
     # Another tool's --start_over removes nothing here.
     with outputs.recording_outputs(out, "tool_a"):
@@ -157,7 +147,7 @@ def test_on_a_bucket_the_manifest_is_kept_and_start_over_removes_only_it_but_not
 def test_the_files_of_a_killed_run_are_listed_by_the_next(tmp_path):
     out = str(tmp_path / "out")
     write(os.path.join(out, "notes.txt"), "mine")
-    before = hashes(out)
+    before = file_hashes(out)
     # A run killed while writing: its manifest says which files were there when it started.
     script = ("import os, sys, time; from bert_keras.common import outputs\n"
               "out = sys.argv[1]\n"
@@ -181,7 +171,7 @@ def test_the_files_of_a_killed_run_are_listed_by_the_next(tmp_path):
     outputs.check_no_foreign_files(out, "output_dir", "tool_a", names=["checkpoint.bin"])
     with outputs.output_lock(out):  # the lock of a run that is gone is taken over
         assert outputs.remove_recorded_outputs(out, "tool_a") == ["checkpoint.bin"]
-    assert hashes(out) == before and not os.path.exists(os.path.join(out, outputs.LOCK_NAME))
+    assert file_hashes(out) == before and not os.path.exists(os.path.join(out, outputs.LOCK_NAME))
 
 
 def test_a_lock_is_released_after_an_error_and_can_be_held_again_inside(tmp_path):
@@ -236,7 +226,7 @@ def test_a_preset_name_is_the_preset_even_beside_a_file_or_folder_of_that_name(
     (tmp_path / "tiny").mkdir()
     (tmp_path / "mini").write_text(json.dumps(BertConfig.from_preset("base").to_dict()))
     (tmp_path / "my_config").write_text("{}")
-    before = hashes(tmp_path)
+    before = file_hashes(tmp_path)
     with caplog.at_level(logging.WARNING, logger="bert_keras"):
         assert resolve_model_size("tiny") == ("preset", "tiny")
         config = config_from_size("mini", vocab_size=99)
@@ -252,4 +242,4 @@ def test_a_preset_name_is_the_preset_even_beside_a_file_or_folder_of_that_name(
     assert resolve_model_size("my_config") == ("file", "my_config")
     with pytest.raises(ConfigError, match="unknown preset 'huge'.*or a path"):
         config_from_size("huge")
-    assert hashes(tmp_path) == before
+    assert file_hashes(tmp_path) == before

@@ -4,7 +4,6 @@ right shape, one `LiteModel` shared by 20 threads, and the leftovers of killed e
 by the next export into the same place (only those of processes no longer running). Every file
 that was there before is unchanged (SHA-256)."""
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -15,16 +14,11 @@ import numpy as np
 import pytest
 
 from helpers.export_helpers import tiny_config, word_vocab, write_pretrained_dir
+from helpers.support import file_hashes
 
 LABELS = ["contradiction", "entailment", "neutral"]
 TEXTS = ["Bob lives in Paris.", "Alice", "The city of London is the capital.", "Hello world!",
          "Who was born in 1895?"]
-
-
-def _hashes(root):
-    return {os.path.relpath(os.path.join(folder, name), root):
-            hashlib.sha256(open(os.path.join(folder, name), "rb").read()).hexdigest()
-            for folder, _, names in os.walk(root) for name in names}
 
 
 @pytest.fixture(scope="module")
@@ -87,10 +81,10 @@ def test_damaged_files_are_refused_naming_the_file(exports, tmp_path):
     cases["missing model.tflite"] = target
     refused = 0
     for name, target in cases.items():
-        before = _hashes(target)
+        before = file_hashes(target)
         message = _refused(target)
         assert os.path.join(str(target), name.split()[-1]) in message, (name, message)
-        assert _hashes(target) == before
+        assert file_hashes(target) == before
         refused += 1
     short = _refused(cases["vocab.txt"])
     assert f"{exports['vocab_size'] - 3} tokens" in short and str(exports["vocab_size"]) in short
@@ -189,12 +183,12 @@ def test_leftovers_of_killed_exports_are_removed_by_the_next_export(exports, tmp
         # The user's own files with similar names are not ours.
         (tmp_path / "export.tmp-notes").write_text("mine")
         (tmp_path / f"exports.tmp-{dead}").write_text("another export's name")
-        kept = _hashes(tmp_path)
+        kept = file_hashes(tmp_path)
         export_from_model_dir(kind, str(exports["root"] / "pretrained"), str(export_dir))
         names = sorted(os.listdir(tmp_path))
         assert names == sorted(["export", f"export.tmp-{live.pid}", "export.tmp-notes",
                                 f"exports.tmp-{dead}"])
-        after = _hashes(tmp_path)
+        after = file_hashes(tmp_path)
         assert {name: digest for name, digest in kept.items() if name in after} == {
             name: digest for name, digest in kept.items()
             if not name.startswith((f"export.tmp-{dead}",))}

@@ -9,19 +9,13 @@ input and what is expected where a raw `tf.saved_model.load` can only say "Could
 matching concrete function". No file of the exports changes (SHA-256).
 """
 
-import hashlib
 import os
 
 import numpy as np
 import pytest
 
 from helpers.export_helpers import run_fresh, tiny_config, word_vocab, write_pretrained_dir
-
-
-def _hashes(root):
-    return {os.path.relpath(os.path.join(folder, name), root):
-            hashlib.sha256(open(os.path.join(folder, name), "rb").read()).hexdigest()
-            for folder, _, names in os.walk(root) for name in names}
+from helpers.support import file_hashes
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +38,9 @@ def exports(tmp_path_factory):
     for kind, model_dir in (("encoder", "pretrained"), ("preprocessor", "pretrained"),
                             ("task", "classifier")):
         export_from_model_dir(kind, str(root / model_dir), str(root / kind))
-    hashes = {kind: _hashes(root / kind) for kind in ("encoder", "preprocessor", "task")}
+    hashes = {kind: file_hashes(root / kind) for kind in ("encoder", "preprocessor", "task")}
     yield {"root": root, "hidden": config.hidden_size}
-    assert {kind: _hashes(root / kind) for kind in hashes} == hashes
+    assert {kind: file_hashes(root / kind) for kind in hashes} == hashes
 
 
 _CONSUMER = '''

@@ -7,6 +7,7 @@ Locally a missing anchor skips its cross-checks with the reason; with `CI=true` 
 runs) it fails them, so that a cross-check cannot vanish from CI unnoticed.
 """
 
+import hashlib
 import importlib.util
 import os
 
@@ -75,3 +76,15 @@ def backend_env(backend, devices=1):
         env["XLA_FLAGS"] = (f"--xla_force_host_platform_device_count={devices} "
                             "--xla_cpu_collective_call_terminate_timeout_seconds=600")
     return env
+
+
+def file_hashes(root):
+    """{relative path: SHA-256} of every file under `root`: what a test compares to show that
+    files it did not mean to touch are unchanged."""
+    found = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            path = os.path.join(folder, name)
+            with open(path, "rb") as f:
+                found[os.path.relpath(path, root)] = hashlib.sha256(f.read()).hexdigest()
+    return found
